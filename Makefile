@@ -1,0 +1,21 @@
+# Two entry points: `make run` and `make test`. Both first make sure the sandbox mechanisms
+# (bubblewrap, slirp4netns) are installed, through apt-get, as root or through sudo.
+
+CARGO ?= cargo
+SYSTEM_PACKAGES := bubblewrap slirp4netns
+export CARGO_TERM_COLOR ?= never
+
+.PHONY: run test deps build
+
+run: deps
+	$(CARGO) build --release
+	./target/release/spear --workspace "$(CURDIR)"
+
+test: deps
+	$(CARGO) test --all-targets --no-fail-fast
+
+build:
+	$(CARGO) build --release
+
+deps:
+	@scripts/ensure-system-deps $(SYSTEM_PACKAGES)

@@ -1,0 +1,71 @@
+//! The decision layer's judge: `classify` turns bash source into a `CommandAssessment` on a real
+//! parse, and `authorize` intersects it with what the mode grants. It fails closed: whatever it
+//! does not positively know to be read-only is not read-only.
+
+mod assessment;
+mod authorize;
+mod profile;
+
+pub use assessment::{CommandAssessment, CommandClass};
+pub use authorize::{
+    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, NoApprover,
+    required_capabilities,
+};
+pub use profile::{ExecutionProfile, NotImplemented};
+
+use std::path::PathBuf;
+
+use crate::harness::primitives::ExecutionMode;
+
+/// Session facts the policy needs. Built once per session; immutable afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyConfig {
+    /// The session has network switched on (`--network`, `/network on`, config).
+    pub network_enabled: bool,
+    /// The canonical workspace root, so absolute paths inside it are not "outside".
+    pub workspace_root: Option<PathBuf>,
+    /// Vetted host paths handed to the sandbox read-only.
+    pub host_read_paths: Vec<PathBuf>,
+}
+
+/// Classifies and authorizes commands.
+#[derive(Debug, Clone, Default)]
+pub struct CommandPolicy {
+    config: PolicyConfig,
+}
+
+impl CommandPolicy {
+    pub fn new(config: PolicyConfig) -> Self {
+        CommandPolicy { config }
+    }
+
+    pub fn config(&self) -> &PolicyConfig {
+        &self.config
+    }
+
+    /// Classify one bash command line (it may hold several commands, lines and nesting).
+    pub fn classify(&self, command: &str) -> CommandAssessment {
+        let mut a = CommandAssessment::new(command);
+        a.raise(
+            CommandClass::ShellComplex,
+            "the classifier is not built yet",
+        );
+        a
+    }
+
+    /// Intersect an assessment with what `mode` grants, asking `approver` in ASK mode.
+    pub fn authorize(
+        &self,
+        mode: ExecutionMode,
+        assessment: &CommandAssessment,
+        approver: &dyn Approver,
+    ) -> AuthorizationResult {
+        authorize::authorize(
+            mode,
+            self.config.network_enabled,
+            &self.config.host_read_paths,
+            assessment,
+            approver,
+        )
+    }
+}

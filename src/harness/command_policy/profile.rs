@@ -1,0 +1,81 @@
+//! `ExecutionProfile`: the pure contract the execution layer receives. It says what a command may
+//! touch, never why it was allowed; it is built only from capabilities that were granted.
+
+use std::path::PathBuf;
+
+use serde::{Serialize, Serializer};
+
+use crate::harness::primitives::{Capability, CapabilitySet};
+
+/// A capability the type names but Spear does not implement: it is always off, and no code can
+/// switch it on. It serialises as `false`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NotImplemented;
+
+impl NotImplemented {
+    pub fn enabled(self) -> bool {
+        false
+    }
+}
+
+impl Serialize for NotImplemented {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(false)
+    }
+}
+
+/// What the execution layer may give a command. Derived from granted capabilities only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ExecutionProfile {
+    pub workspace_read: bool,
+    pub workspace_write: bool,
+    pub shell_complex: bool,
+    pub network: bool,
+    /// Host paths bound read-only; the sandbox checks that each resolves where it says.
+    pub host_read_paths: Vec<PathBuf>,
+    pub gpu: NotImplemented,
+    pub ssh: NotImplemented,
+    pub container_runtime: NotImplemented,
+    pub secrets_allowed: NotImplemented,
+}
+
+impl ExecutionProfile {
+    /// The profile for a set of granted capabilities.
+    pub fn from_granted(granted: CapabilitySet, host_read_paths: Vec<PathBuf>) -> Self {
+        ExecutionProfile {
+            workspace_read: granted.contains(Capability::WorkspaceRead),
+            workspace_write: granted.contains(Capability::WorkspaceWrite),
+            shell_complex: granted.contains(Capability::ShellComplex),
+            network: granted.contains(Capability::Network),
+            host_read_paths,
+            gpu: NotImplemented,
+            ssh: NotImplemented,
+            container_runtime: NotImplemented,
+            secrets_allowed: NotImplemented,
+        }
+    }
+
+    /// The most restrictive profile: read the workspace, nothing else.
+    pub fn read_only() -> Self {
+        Self::from_granted(CapabilitySet::of(&[Capability::WorkspaceRead]), Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_follows_granted_capabilities_and_never_enables_the_unimplemented() {
+        let p = ExecutionProfile::from_granted(
+            CapabilitySet::of(&[Capability::WorkspaceRead, Capability::Network]),
+            vec![PathBuf::from("/opt/data")],
+        );
+        assert!(p.workspace_read && p.network && !p.workspace_write && !p.shell_complex);
+        assert!(!p.gpu.enabled() && !p.ssh.enabled() && !p.container_runtime.enabled());
+        assert!(!p.secrets_allowed.enabled());
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["secrets_allowed"], false);
+        assert_eq!(v["host_read_paths"][0], "/opt/data");
+    }
+}

@@ -1,0 +1,45 @@
+//! The `spear` command line: parses arguments, wires the layers, maps outcomes to exit codes.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "spear",
+    version,
+    about = "A coding assistant whose every tool call is decided, confined, bounded and recorded"
+)]
+struct Cli {
+    /// The project to work on (default: the current directory).
+    #[arg(long, global = false, value_name = "DIR")]
+    workspace: Option<std::path::PathBuf>,
+    /// Execution mode for the interactive session: safe, ask or auto.
+    #[arg(long, value_name = "MODE")]
+    mode: Option<spear::harness::primitives::ExecutionMode>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Classify bash commands: READ_ONLY, WORKSPACE_MUTATING, SHELL_COMPLEX or DANGEROUS.
+    Classify(cli::classify::ClassifyArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Some(Command::Classify(args)) => cli::classify::run(args),
+        None => cli::no_subcommand(),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("spear: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
