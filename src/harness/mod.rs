@@ -3,3 +3,4 @@
 
 pub mod command_policy;
 pub mod primitives;
+pub mod shell;

@@ -2,15 +2,24 @@
 //! parse, and `authorize` intersects it with what the mode grants. It fails closed: whatever it
 //! does not positively know to be read-only is not read-only.
 
+pub mod allowlist;
 mod assessment;
 mod authorize;
+mod classify;
+mod commands;
+mod options;
+mod paths;
 mod profile;
+mod runners;
+mod scripts;
+mod tables;
 
 pub use assessment::{CommandAssessment, CommandClass};
 pub use authorize::{
     ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, NoApprover,
     required_capabilities,
 };
+pub use classify::MAX_NESTED_SCRIPTS;
 pub use profile::{ExecutionProfile, NotImplemented};
 
 use std::path::PathBuf;
@@ -45,12 +54,7 @@ impl CommandPolicy {
 
     /// Classify one bash command line (it may hold several commands, lines and nesting).
     pub fn classify(&self, command: &str) -> CommandAssessment {
-        let mut a = CommandAssessment::new(command);
-        a.raise(
-            CommandClass::ShellComplex,
-            "the classifier is not built yet",
-        );
-        a
+        classify::classify(&self.config, command, 0)
     }
 
     /// Intersect an assessment with what `mode` grants, asking `approver` in ASK mode.

@@ -1,0 +1,515 @@
+//! `classify`: the walk from shell facts to an assessment. Structure first (parse errors,
+//! here-documents, functions, assignments, redirections), then every simple command, then the
+//! rules that span commands (remote code piped or substituted into an interpreter, here-documents
+//! feeding one). Each finding can only raise the class.
+
+use super::assessment::{CommandAssessment, CommandClass};
+use super::paths::{self, Scope};
+use super::tables;
+use super::{PolicyConfig, scripts};
+use crate::harness::shell::{self, RedirectKind, ShellFacts, SimpleCommand, Word};
+
+use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
+
+/// How many shells deep (`bash -c "bash -c …"`, `eval`) classification follows a command.
+pub const MAX_NESTED_SCRIPTS: usize = 8;
+/// How many wrappers deep (`nice timeout env …`) classification follows a command.
+const MAX_WRAPPERS: usize = 32;
+
+/// Why a path is written, which decides how a path outside the workspace is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WriteKind {
+    Plain,
+    /// A recursive deletion, chmod or chown: outside the workspace this is DANGEROUS.
+    Recursive,
+    /// A path an inline program mentions: it may be written, so it is recorded; it is not
+    /// proof of a write, so a system path here is not by itself DANGEROUS.
+    Mentioned,
+}
+
+pub(crate) fn classify(config: &PolicyConfig, source: &str, depth: usize) -> CommandAssessment {
+    let mut assessment = CommandAssessment::new(source);
+    if depth > MAX_NESTED_SCRIPTS {
+        assessment.raise(
+            Dangerous,
+            format!("shells are nested more than {MAX_NESTED_SCRIPTS} deep, too deep to check"),
+        );
+        return assessment;
+    }
+    let facts = shell::parse(source);
+    let mut cx = Cx {
+        config,
+        depth,
+        facts: &facts,
+        a: &mut assessment,
+        wrappers: 0,
+    };
+    cx.structure();
+    for cmd in &facts.commands {
+        cx.simple(cmd);
+    }
+    cx.cross_command_rules();
+    if assessment.reasons.is_empty() {
+        let reason = if facts.commands.is_empty() {
+            "there is no command to run".to_string()
+        } else {
+            "every command is on the read-only allow-list".to_string()
+        };
+        assessment.reasons.push(reason);
+    }
+    assessment
+}
+
+pub(crate) struct Cx<'c> {
+    pub config: &'c PolicyConfig,
+    pub depth: usize,
+    pub facts: &'c ShellFacts,
+    pub a: &'c mut CommandAssessment,
+    pub wrappers: usize,
+}
+
+impl Cx<'_> {
+    pub fn raise(&mut self, class: CommandClass, reason: impl Into<String>) {
+        self.a.raise(class, reason);
+    }
+
+    /// Classify a nested script (`bash -c`, `eval`, a here-document fed to a shell) and fold it in.
+    pub fn nested_script(&mut self, script: &str) {
+        let inner = classify(self.config, script, self.depth + 1);
+        self.a.absorb(inner);
+    }
+
+    fn structure(&mut self) {
+        let f = self.facts;
+        if f.too_deep {
+            self.raise(
+                Dangerous,
+                format!(
+                    "the command nests deeper than {} levels, too deep to check",
+                    shell::MAX_TREE_DEPTH
+                ),
+            );
+        }
+        if let Some(e) = f.parse_errors.first() {
+            self.raise(
+                ShellComplex,
+                format!("the command does not parse cleanly as bash ({e})"),
+            );
+        }
+        if !f.heredocs.is_empty() {
+            self.raise(
+                ShellComplex,
+                "a here-document is used, and the bash grammar is unreliable around them",
+            );
+        }
+        if f.arithmetic_on_variables {
+            self.raise(
+                ShellComplex,
+                "arithmetic on a variable evaluates its value, which can run commands through array subscripts",
+            );
+        }
+        for func in &f.functions {
+            let recursive = f.commands[func.body.clone()]
+                .iter()
+                .any(|c| c.name.value == func.name);
+            if recursive && (func.body_source.contains('&') || func.body_source.contains('|')) {
+                self.raise(
+                    Dangerous,
+                    format!(
+                        "`{}` is a fork bomb: a function that starts copies of itself",
+                        func.name
+                    ),
+                );
+            }
+            self.raise(
+                ShellComplex,
+                format!(
+                    "defines the shell function `{}`, which can shadow a command",
+                    func.name
+                ),
+            );
+        }
+        for asg in &f.assignments {
+            self.assignment_name(&asg.name, "sets");
+        }
+        for decl in &f.declarations {
+            self.declaration(decl);
+        }
+        let redirects: Vec<_> = f.all_redirects().collect();
+        for r in redirects {
+            let Some(target) = &r.target else { continue };
+            if paths::scope(target, None) == Scope::NetworkDevice {
+                self.network_device(target);
+                continue;
+            }
+            if r.kind.writes() {
+                self.write_target(
+                    target,
+                    &format!("the redirection `{}`", r.kind.operator()),
+                    WriteKind::Plain,
+                );
+            }
+        }
+    }
+
+    fn declaration(&mut self, decl: &shell::Declaration) {
+        for asg in &decl.assignments {
+            self.assignment_name(&asg.name, &format!("`{}` sets", decl.keyword));
+        }
+        if decl.keyword == "unset" {
+            return;
+        }
+        for arg in &decl.args {
+            let v = arg.value.as_str();
+            if arg.dynamic {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "`{}` takes `{}`, known only at run time",
+                        decl.keyword, arg.raw
+                    ),
+                );
+            } else if v.starts_with('-') || v.starts_with('+') {
+                if v.contains(['n', 'i']) {
+                    self.raise(
+                        ShellComplex,
+                        format!(
+                            "`{} {v}` makes later assignments evaluate or redirect variables",
+                            decl.keyword
+                        ),
+                    );
+                }
+            } else if decl.keyword == "export" || v.contains('=') {
+                self.assignment_name(
+                    v.split('=').next().unwrap_or(v),
+                    &format!("`{}` exports", decl.keyword),
+                );
+            }
+        }
+    }
+
+    pub fn assignment_name(&mut self, name: &str, verb: &str) {
+        if !tables::safe_assignment_name(name) {
+            self.raise(
+                ShellComplex,
+                format!("{verb} `{name}`, which can change what programs run or how they behave"),
+            );
+        }
+    }
+
+    fn network_device(&mut self, target: &Word) {
+        self.a.network = true;
+        self.raise(
+            Dangerous,
+            format!(
+                "opens `{}`, a raw network connection (the reverse-shell pattern)",
+                target.value
+            ),
+        );
+    }
+
+    /// Record a write of `target` by `who` and judge where it lands.
+    pub fn write_target(&mut self, target: &Word, who: &str, kind: WriteKind) {
+        let root = self.config.workspace_root.as_deref();
+        let scope = paths::scope(target, root);
+        let shown = if target.dynamic {
+            target.raw.as_str()
+        } else {
+            target.value.as_str()
+        };
+        match scope {
+            Scope::Harmless => return,
+            Scope::NetworkDevice => return self.network_device(target),
+            Scope::Device | Scope::System if kind != WriteKind::Mentioned => {
+                let what = if scope == Scope::Device {
+                    "a device"
+                } else {
+                    "a system path"
+                };
+                self.raise(Dangerous, format!("{who} writes `{shown}`, {what}"));
+            }
+            Scope::Home | Scope::Outside if kind == WriteKind::Recursive => {
+                self.raise(
+                    Dangerous,
+                    format!("{who} acts recursively on `{shown}`, outside the workspace"),
+                );
+            }
+            Scope::Dynamic if kind == WriteKind::Recursive => {
+                self.raise(
+                    ShellComplex,
+                    format!("{who} acts recursively on `{shown}`, known only at run time"),
+                );
+            }
+            Scope::Dynamic => {
+                self.raise(
+                    ShellComplex,
+                    format!("{who} writes `{shown}`, a path known only at run time"),
+                );
+            }
+            Scope::Home | Scope::Outside => {
+                self.raise(
+                    WorkspaceMutating,
+                    format!("{who} writes `{shown}`, outside the workspace"),
+                );
+            }
+            _ => {
+                let class = if kind == WriteKind::Mentioned {
+                    ShellComplex
+                } else {
+                    WorkspaceMutating
+                };
+                self.raise(class, format!("{who} writes `{shown}`"));
+            }
+        }
+        self.a.add_write(shown);
+    }
+
+    /// One simple command from the parse: its assignments, then the command itself.
+    fn simple(&mut self, cmd: &SimpleCommand) {
+        for asg in &cmd.assignments {
+            self.assignment_name(&asg.name, "the command sets");
+        }
+        for arg in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
+            if arg.value.contains("/dev/tcp/") || arg.value.contains("/dev/udp/") {
+                self.network_device(arg);
+            }
+        }
+        let (name, args) = expand_braces(&cmd.name, &cmd.args);
+        self.command(&name, &args);
+    }
+
+    /// Classify `name args` (a parsed command or one a wrapper runs).
+    pub fn command(&mut self, name: &Word, args: &[Word]) {
+        let Some(key) = self.executable(name) else {
+            return;
+        };
+        self.rules(&key, args);
+    }
+
+    /// Run a wrapped command (`nice CMD`, `xargs CMD`), bounded in depth.
+    pub fn wrapped(&mut self, argv: &[Word]) {
+        let Some((name, args)) = argv.split_first() else {
+            return;
+        };
+        self.wrappers += 1;
+        if self.wrappers > MAX_WRAPPERS {
+            self.raise(
+                Dangerous,
+                format!("more than {MAX_WRAPPERS} wrappers deep, too deep to check"),
+            );
+        } else {
+            self.command(name, args);
+        }
+        self.wrappers -= 1;
+    }
+
+    /// The rule key for a command name; None (after raising) when the name is not static.
+    fn executable(&mut self, name: &Word) -> Option<String> {
+        if name.dynamic {
+            self.a.add_executable(&name.raw);
+            self.raise(
+                ShellComplex,
+                format!("the command name `{}` is known only at run time", name.raw),
+            );
+            return None;
+        }
+        let v = name.value.as_str();
+        if v.is_empty() {
+            self.raise(ShellComplex, "the command name is empty");
+            return None;
+        }
+        if let Some((dir, base)) = v.rsplit_once('/') {
+            let dir = if dir.is_empty() { "/" } else { dir };
+            if tables::SYSTEM_BIN_DIRS.contains(&dir) && !base.is_empty() {
+                self.a.add_executable(base);
+                return Some(base.to_string());
+            }
+            self.a.add_executable(v);
+            self.raise(ShellComplex, format!("runs the program `{v}` by its path"));
+            return None;
+        }
+        self.a.add_executable(v);
+        Some(v.to_string())
+    }
+
+    fn cross_command_rules(&mut self) {
+        let f = self.facts;
+        let reads_program = |c: &SimpleCommand| super::commands::stdin_program(&c.name, &c.args);
+        // Remote code piped into an interpreter: `curl … | sh`.
+        for stages in &f.pipelines {
+            for (i, stage) in stages.iter().enumerate() {
+                let Some(fetcher) = f.commands[stage.clone()].iter().find(|c| is_fetcher(c)) else {
+                    continue;
+                };
+                for later in &stages[i + 1..] {
+                    if let Some(runner) = f.commands[later.clone()]
+                        .iter()
+                        .find(|c| reads_program(c).is_some())
+                    {
+                        self.raise(
+                            Dangerous,
+                            format!(
+                                "pipes what `{}` downloads into `{}`, running remote code",
+                                fetcher.name.value, runner.name.value
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        // Variables holding downloaded text: `x=$(curl …); eval "$x"`.
+        let tainted: Vec<&str> = f
+            .assignments
+            .iter()
+            .chain(f.commands.iter().flat_map(|c| c.assignments.iter()))
+            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
+            .filter(|a| {
+                a.value
+                    .as_ref()
+                    .is_some_and(|v| v.substitutions.iter().any(|i| is_fetcher(&f.commands[*i])))
+            })
+            .map(|a| a.name.as_str())
+            .collect();
+        // Remote code substituted into an interpreter: `bash <(curl …)`, `eval "$(wget …)"`.
+        for c in &f.commands {
+            let key = base_name(&c.name.value);
+            let runs_code = tables::SHELLS.contains(&key)
+                || tables::interpreter(key).is_some()
+                || ["eval", "source", ".", "trap"].contains(&key);
+            if !runs_code {
+                continue;
+            }
+            let words = c
+                .args
+                .iter()
+                .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()));
+            for w in words {
+                if let Some(fetcher) = w
+                    .substitutions
+                    .iter()
+                    .map(|i| &f.commands[*i])
+                    .find(|x| is_fetcher(x))
+                {
+                    self.raise(
+                        Dangerous,
+                        format!("`{key}` runs code that `{}` downloads", fetcher.name.value),
+                    );
+                }
+            }
+            for w in c
+                .args
+                .iter()
+                .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()))
+            {
+                if let Some(var) = tainted.iter().find(|v| {
+                    w.raw.contains(&format!("${v}")) || w.raw.contains(&format!("${{{v}"))
+                }) {
+                    self.raise(
+                        Dangerous,
+                        format!("`{key}` runs `${var}`, which holds downloaded text"),
+                    );
+                }
+            }
+            // A here-string fed to a shell is a script.
+            if tables::SHELLS.contains(&key) && reads_program(c).is_some() {
+                for r in c
+                    .redirects
+                    .iter()
+                    .filter(|r| r.kind == RedirectKind::HereString)
+                {
+                    if let Some(t) = r.target.as_ref().filter(|t| t.is_static()) {
+                        self.nested_script(&t.value.clone());
+                    }
+                }
+            }
+        }
+        self.heredoc_feeds();
+    }
+
+    /// A here-document whose reader is a shell (directly or through a pipeline) is a script.
+    fn heredoc_feeds(&mut self) {
+        let f = self.facts;
+        for doc in &f.heredocs {
+            let Some(start) = doc.command_start else {
+                continue;
+            };
+            let holders: Vec<usize> = (0..f.commands.len())
+                .filter(|i| f.commands[*i].span.start == start)
+                .collect();
+            let mut readers: Vec<usize> = holders.clone();
+            for stages in &f.pipelines {
+                if let Some(pos) = stages
+                    .iter()
+                    .position(|s| holders.iter().any(|h| s.contains(h)))
+                {
+                    for later in &stages[pos + 1..] {
+                        readers.extend(later.clone());
+                    }
+                }
+            }
+            for r in readers {
+                let c = &f.commands[r];
+                match super::commands::stdin_program(&c.name, &c.args) {
+                    Some(super::commands::Program::Shell) => {
+                        self.raise(
+                            ShellComplex,
+                            format!("a here-document is run as a script by `{}`", c.name.value),
+                        );
+                        self.nested_script(&doc.body.clone());
+                    }
+                    Some(super::commands::Program::Code) => {
+                        self.raise(
+                            ShellComplex,
+                            format!("a here-document is run as a program by `{}`", c.name.value),
+                        );
+                        for p in scripts::mentioned_paths(&doc.body) {
+                            self.write_target(
+                                &Word::literal(&p),
+                                "the here-document program",
+                                WriteKind::Mentioned,
+                            );
+                        }
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+pub(crate) fn base_name(v: &str) -> &str {
+    match v.rsplit_once('/') {
+        Some((dir, base))
+            if tables::SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir }) =>
+        {
+            base
+        }
+        _ => v,
+    }
+}
+
+fn is_fetcher(c: &SimpleCommand) -> bool {
+    !c.name.dynamic && tables::FETCHERS.contains(&base_name(&c.name.value))
+}
+
+/// Apply bash brace expansion to a command's words (`{rm,-rf,/}` is `rm -rf /`).
+fn expand_braces(name: &Word, args: &[Word]) -> (Word, Vec<Word>) {
+    const LIMIT: usize = 64;
+    let mut words: Vec<Word> = Vec::with_capacity(args.len() + 1);
+    for w in std::iter::once(name).chain(args.iter()) {
+        match w.brace_expansion(LIMIT).filter(|v| w.brace && v.len() > 1) {
+            Some(expanded) => words.extend(expanded.iter().map(|e| {
+                let mut x = Word::literal(e);
+                x.raw = w.raw.clone();
+                x.dynamic = w.expands || w.glob || w.tilde;
+                x.glob = w.glob;
+                x.substitutions = w.substitutions.clone();
+                x
+            })),
+            None => words.push(w.clone()),
+        }
+    }
+    let mut it = words.into_iter();
+    let first = it.next().unwrap_or_else(|| name.clone());
+    (first, it.collect())
+}

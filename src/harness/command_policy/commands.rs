@@ -1,0 +1,981 @@
+//! Rules for one executable: the allow-list first, then what the classifier knows by name
+//! (privilege, disks, writers, builds, network, git, sed, find), and unknown last. The last arm
+//! is the default deny: a name nobody listed is SHELL_COMPLEX.
+
+use super::allowlist;
+use super::assessment::CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
+use super::classify::{Cx, WriteKind, base_name};
+use super::options::{self, OptionSyntax};
+use super::scripts;
+use super::tables;
+use crate::harness::shell::Word;
+
+/// What a command reads from standard input when it reads a program there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Program {
+    Shell,
+    Code,
+}
+
+/// Does this command read a program from standard input (`sh`, `bash -s`, `python -`, `perl`)?
+pub(crate) fn stdin_program(name: &Word, args: &[Word]) -> Option<Program> {
+    if name.dynamic {
+        return None;
+    }
+    let key = base_name(&name.value);
+    if tables::SHELLS.contains(&key) {
+        let shell = ShellArgs::parse(args);
+        return (shell.command.is_none() && (shell.script.is_none() || shell.stdin))
+            .then_some(Program::Shell);
+    }
+    if key == "sudo" || key == "doas" || key == "xargs" {
+        // `curl … | sudo bash`, `… | xargs sh`: look through the runner.
+        let inner = args.iter().position(|a| !a.value.starts_with('-'))?;
+        return stdin_program(&args[inner], &args[inner + 1..]);
+    }
+    if let Some(flags) = tables::interpreter(key) {
+        let code = Interp::parse(key, flags, args);
+        let from_stdin = code.inline.is_empty()
+            && code.module.is_none()
+            && code.operands.first().is_none_or(|o| o.value == "-");
+        return from_stdin.then_some(Program::Code);
+    }
+    None
+}
+
+impl Cx<'_> {
+    pub(crate) fn rules(&mut self, key: &str, args: &[Word]) {
+        if self.dangerous_by_name(key, args) {
+            return;
+        }
+        self.network_by_name(key, args);
+        match allowlist::lookup(key, args) {
+            Some(Ok(network)) => {
+                self.a.network |= network;
+            }
+            Some(Err(why)) => self.specific(key, args, Some(why)),
+            None => self.specific(key, args, None),
+        }
+    }
+
+    /// Privilege, disks, power, system changes, killing outside the sandbox.
+    fn dangerous_by_name(&mut self, key: &str, args: &[Word]) -> bool {
+        let reason = if tables::PRIVILEGE.contains(&key) {
+            Some(format!("`{key}` runs commands with other privileges"))
+        } else if tables::DISK.contains(&key) || key.starts_with("mkfs") {
+            Some(format!("`{key}` formats, partitions or rewrites disks"))
+        } else if tables::POWER.contains(&key)
+            || (key == "init" && args.iter().any(|a| ["0", "6"].contains(&a.value.as_str())))
+            || (key == "systemctl"
+                && args.iter().any(|a| {
+                    [
+                        "poweroff",
+                        "reboot",
+                        "halt",
+                        "kexec",
+                        "suspend",
+                        "hibernate",
+                    ]
+                    .contains(&a.value.as_str())
+                }))
+        {
+            Some(format!("`{key}` stops or restarts the machine"))
+        } else if tables::SYSTEM_CHANGE.contains(&key) {
+            Some(format!("`{key}` changes the system outside any workspace"))
+        } else if tables::KILL_BY_NAME.contains(&key) {
+            Some(format!(
+                "`{key}` kills processes by name, which reaches beyond the sandbox"
+            ))
+        } else if key == "kill" && kills_everything(args) {
+            Some("`kill` aimed at every process (`-1`) or at init".to_string())
+        } else {
+            None
+        };
+        match reason {
+            Some(r) => {
+                self.raise(Dangerous, r);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn network_by_name(&mut self, key: &str, args: &[Word]) {
+        if tables::ALWAYS_NETWORK.contains(&key) {
+            self.a.network = true;
+            return;
+        }
+        if key == "rsync" {
+            if args.iter().any(|a| is_remote(&a.value)) {
+                self.a.network = true;
+            }
+            return;
+        }
+        let sub = first_operand(args);
+        let listed = tables::NETWORK_SUBCOMMANDS
+            .iter()
+            .chain(tables::SYSTEM_PACKAGES.iter())
+            .find(|(n, _)| *n == key);
+        if let (Some((_, subs)), Some(sub)) = (listed, sub)
+            && subs.contains(&sub) {
+                self.a.network = true;
+            }
+        if tables::is_python(key) {
+            // `python -m pip install …`
+            let v: Vec<&str> = args.iter().map(|a| a.value.as_str()).collect();
+            if let Some(p) = v.iter().position(|a| *a == "-m")
+                && v.get(p + 1) == Some(&"pip")
+                    && v.get(p + 2)
+                        .is_some_and(|s| ["install", "download"].contains(s))
+                {
+                    self.a.network = true;
+                }
+        }
+    }
+
+    /// Rules by name for commands that the allow-list does not take as read-only.
+    fn specific(&mut self, key: &str, args: &[Word], listed_but: Option<String>) {
+        match key {
+            "eval" => self.eval(args),
+            "source" | "." => self.raise(
+                ShellComplex,
+                format!("`{key}` runs a script file in this shell"),
+            ),
+            "trap" => self.trap(args),
+            "sed" | "gsed" => self.sed(key, args, listed_but),
+            "find" => self.find(args, listed_but),
+            "git" => self.git(args, listed_but),
+            "dd" => self.dd(args),
+            "chmod" | "chown" | "chgrp" => self.permissions(key, args),
+            "kill" => self.raise(ShellComplex, "`kill` signals processes"),
+            "curl" | "wget" => self.download(key, args),
+            "patch" => self.patch(args),
+            "nc" | "ncat" | "netcat" | "socat" => self.netcat(key, args),
+            "ssh" => self.raise(ShellComplex, "`ssh` runs commands on another host"),
+            k if tables::SHELLS.contains(&k) => self.shell(k, args),
+            k if tables::AWKS.contains(&k) => self.awk(k, args),
+            k if tables::WRAPPERS.contains(&k) => self.wrapper(k, args),
+            k if tables::interpreter(k).is_some() => self.interpreter(k, args),
+            k if tables::OPERAND_WRITERS.iter().any(|(n, _)| *n == k) => {
+                self.operand_writer(k, args)
+            }
+            k if tables::DESTINATION_WRITERS.iter().any(|(n, _)| *n == k) => {
+                self.destination_writer(k, args)
+            }
+            k if tables::SYSTEM_PACKAGES.iter().any(|(n, _)| *n == k) => {
+                self.raise(ShellComplex, format!("`{k}` manages system packages"))
+            }
+            k if tables::ARCHIVERS.contains(&k) => self.raise(
+                WorkspaceMutating,
+                format!("`{k}` creates or extracts files"),
+            ),
+            k if tables::BUILDS.contains(&k) => self.raise(
+                WorkspaceMutating,
+                format!("`{k}` runs the project's build or tools, which can change the workspace"),
+            ),
+            k => {
+                let why = listed_but.unwrap_or_else(|| {
+                    format!("`{k}` is not on the read-only allow-list, so what it does is unknown")
+                });
+                self.raise(ShellComplex, why);
+            }
+        }
+    }
+
+    fn eval(&mut self, args: &[Word]) {
+        self.raise(
+            ShellComplex,
+            "`eval` runs its arguments as a new command line",
+        );
+        if args.iter().all(Word::is_static) {
+            let script = args
+                .iter()
+                .map(|a| a.value.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.nested_script(&script);
+        }
+    }
+
+    fn trap(&mut self, args: &[Word]) {
+        self.raise(ShellComplex, "`trap` sets a command to run on a signal");
+        if let Some(action) = args.iter().find(|a| !a.value.starts_with('-'))
+            && action.is_static() {
+                self.nested_script(&action.value.clone());
+            }
+    }
+
+    fn sed(&mut self, key: &str, args: &[Word], listed_but: Option<String>) {
+        let syntax = OptionSyntax {
+            with_value: &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
+            optional_attached: &["-i"],
+            single_dash: false,
+        };
+        let parsed = options::parse(args, syntax);
+        let scripts_given = !parsed.has("-e") && !parsed.has("--expression");
+        if parsed.has("-f") || parsed.has("--file") {
+            self.raise(
+                ShellComplex,
+                format!("`{key} -f` runs a script from a file"),
+            );
+        }
+        for script in allowlist::sed_scripts(&parsed) {
+            let facts = scripts::sed_script(&script);
+            if facts.executes {
+                self.raise(
+                    ShellComplex,
+                    format!("the `{key}` script `{script}` runs shell commands"),
+                );
+            }
+            for w in &facts.writes {
+                self.write_target(
+                    &Word::literal(w),
+                    &format!("the `{key}` script"),
+                    WriteKind::Plain,
+                );
+            }
+            if let Some(u) = &facts.unknown {
+                self.raise(
+                    ShellComplex,
+                    format!("the `{key}` script has {u}, which Spear cannot read"),
+                );
+            }
+        }
+        let files = parsed.operands.iter().skip(usize::from(scripts_given));
+        if parsed.has("-i") || parsed.has("--in-place") {
+            for f in files {
+                self.write_target(f, &format!("`{key} -i`"), WriteKind::Plain);
+            }
+        } else if let Some(why) = listed_but {
+            self.raise(ShellComplex, why);
+        }
+    }
+
+    fn find(&mut self, args: &[Word], listed_but: Option<String>) {
+        let roots: Vec<&Word> = args
+            .iter()
+            .take_while(|a| !a.value.starts_with('-') && a.value != "(" && a.value != "!")
+            .collect();
+        let mut i = roots.len();
+        let mut acted = false;
+        while i < args.len() {
+            let v = args[i].value.as_str();
+            i += 1;
+            match v {
+                "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                    let end = args[i..]
+                        .iter()
+                        .position(|a| a.value == ";" || a.value == "+")
+                        .map_or(args.len(), |p| i + p);
+                    self.raise(
+                        ShellComplex,
+                        format!("`find {v}` runs a command for each file found"),
+                    );
+                    self.wrapped(&args[i..end]);
+                    i = end + 1;
+                    acted = true;
+                }
+                "-delete" => {
+                    acted = true;
+                    let targets: Vec<Word> = if roots.is_empty() {
+                        vec![Word::literal(".")]
+                    } else {
+                        roots.iter().map(|w| (*w).clone()).collect()
+                    };
+                    for r in &targets {
+                        self.write_target(r, "`find -delete`", WriteKind::Recursive);
+                    }
+                }
+                "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                    acted = true;
+                    if let Some(t) = args.get(i) {
+                        self.write_target(t, &format!("`find {v}`"), WriteKind::Plain);
+                    }
+                    i += 1;
+                }
+                _ => {}
+            }
+        }
+        if !acted
+            && let Some(why) = listed_but {
+                self.raise(ShellComplex, why);
+            }
+    }
+
+    fn git(&mut self, args: &[Word], listed_but: Option<String>) {
+        let v: Vec<&str> = args.iter().map(|a| a.value.as_str()).collect();
+        let sub = first_operand_after_globals(args);
+        if sub == Some("push")
+            && v.iter().any(|a| {
+                [
+                    "-f",
+                    "--force",
+                    "--force-with-lease",
+                    "--mirror",
+                    "--force-if-includes",
+                ]
+                .contains(a)
+                    || a.starts_with("--force")
+                    || (a.starts_with('+') && a.len() > 1)
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
+            })
+        {
+            self.raise(
+                Dangerous,
+                "`git push --force` rewrites history others depend on",
+            );
+            return;
+        }
+        let mutating = [
+            "add",
+            "commit",
+            "checkout",
+            "switch",
+            "restore",
+            "reset",
+            "rm",
+            "mv",
+            "merge",
+            "rebase",
+            "cherry-pick",
+            "revert",
+            "stash",
+            "apply",
+            "am",
+            "init",
+            "clone",
+            "pull",
+            "fetch",
+            "push",
+            "tag",
+            "branch",
+            "clean",
+            "gc",
+            "prune",
+            "worktree",
+            "submodule",
+            "notes",
+            "bisect",
+            "config",
+            "remote",
+            "update-index",
+            "update-ref",
+            "commit-tree",
+            "replace",
+            "filter-branch",
+            "format-patch",
+            "mergetool",
+            "sparse-checkout",
+        ];
+        let globals_forbidden = v.iter().take_while(|a| Some(**a) != sub).any(|a| {
+            [
+                "-c",
+                "--config-env",
+                "--exec-path",
+                "--git-dir",
+                "--work-tree",
+                "-p",
+                "--paginate",
+            ]
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+        });
+        match sub {
+            _ if globals_forbidden
+                || v.iter().any(|a| {
+                    a.starts_with("--upload-pack")
+                        || a.starts_with("--receive-pack")
+                        || a.starts_with("--exec=")
+                }) =>
+            {
+                self.raise(
+                    ShellComplex,
+                    listed_but.unwrap_or_else(|| {
+                        "`git` is given options that can run other programs".into()
+                    }),
+                );
+            }
+            Some(s) if mutating.contains(&s) => {
+                self.raise(
+                    WorkspaceMutating,
+                    format!("`git {s}` changes the repository or the working tree"),
+                );
+            }
+            _ => {
+                let why = listed_but.unwrap_or_else(|| "`git` without a known subcommand".into());
+                self.raise(ShellComplex, why);
+            }
+        }
+    }
+
+    fn dd(&mut self, args: &[Word]) {
+        let mut wrote = false;
+        for a in args {
+            if let Some(target) = a.value.strip_prefix("of=") {
+                let mut w = Word::literal(target);
+                w.dynamic = a.dynamic;
+                w.raw = a.raw.trim_start_matches("of=").to_string();
+                self.write_target(&w, "`dd of=`", WriteKind::Plain);
+                wrote = true;
+            }
+        }
+        if !wrote {
+            self.raise(ShellComplex, "`dd` is not on the read-only allow-list");
+        }
+    }
+
+    fn permissions(&mut self, key: &str, args: &[Word]) {
+        let parsed = options::parse(args, OptionSyntax::gnu(&["--reference", "--from"]));
+        let recursive = parsed.has("-R") || parsed.has("--recursive") || parsed.has("-r");
+        let has_reference = parsed.has("--reference");
+        let mut operands = parsed.operands.iter();
+        if !has_reference
+            && let Some(mode) = operands.next() {
+                if key == "chmod" && setuid_mode(&mode.value) {
+                    self.raise(
+                        Dangerous,
+                        format!("`chmod {}` sets the setuid or setgid bit", mode.value),
+                    );
+                    return;
+                }
+                if key == "chown"
+                    && (mode.value == "root"
+                        || mode.value.starts_with("root:")
+                        || mode.value == "0")
+                {
+                    self.raise(Dangerous, "`chown root` hands files to the superuser");
+                    return;
+                }
+            }
+        let kind = if recursive {
+            WriteKind::Recursive
+        } else {
+            WriteKind::Plain
+        };
+        let who = if recursive {
+            format!("`{key} -R`")
+        } else {
+            format!("`{key}`")
+        };
+        for t in operands {
+            self.write_target(t, &who, kind);
+        }
+    }
+
+    fn operand_writer(&mut self, key: &str, args: &[Word]) {
+        let with_value = tables::OPERAND_WRITERS
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, v)| *v)
+            .unwrap_or(&[]);
+        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let recursive = matches!(key, "rm" | "shred")
+            && (parsed.has("-r") || parsed.has("-R") || parsed.has("--recursive"));
+        let kind = if recursive {
+            WriteKind::Recursive
+        } else {
+            WriteKind::Plain
+        };
+        let who = if recursive {
+            format!("`{key} -r`")
+        } else {
+            format!("`{key}`")
+        };
+        if parsed.operands.is_empty() {
+            self.raise(WorkspaceMutating, format!("`{key}` changes files"));
+        }
+        for t in &parsed.operands {
+            self.write_target(t, &who, kind);
+        }
+    }
+
+    fn destination_writer(&mut self, key: &str, args: &[Word]) {
+        let with_value = tables::DESTINATION_WRITERS
+            .iter()
+            .find(|(n, _)| *n == key)
+            .map(|(_, v)| *v)
+            .unwrap_or(&[]);
+        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let who = format!("`{key}`");
+        let directory_mode = key == "install" && (parsed.has("-d") || parsed.has("--directory"));
+        let target_dir = parsed
+            .value_of("-t")
+            .or_else(|| parsed.value_of("--target-directory"));
+        let recursive_into = |_: &str| WriteKind::Plain;
+        if directory_mode {
+            for t in &parsed.operands {
+                self.write_target(t, &who, WriteKind::Plain);
+            }
+        } else if let Some(dir) = target_dir {
+            self.write_target(&Word::literal(dir), &who, recursive_into(dir));
+        } else if key == "ln" && parsed.operands.len() == 1 {
+            self.write_target(&Word::literal("."), &who, WriteKind::Plain);
+        } else if let Some(dest) = parsed
+            .operands
+            .last()
+            .filter(|_| parsed.operands.len() >= 2)
+        {
+            if (key == "scp" || key == "rsync") && is_remote(&dest.value) {
+                self.raise(
+                    WorkspaceMutating,
+                    format!("`{key}` copies files to another host"),
+                );
+            } else {
+                self.write_target(dest, &who, WriteKind::Plain);
+            }
+        } else {
+            self.raise(WorkspaceMutating, format!("`{key}` changes files"));
+        }
+        if key == "mv" {
+            // The sources disappear: moving a file away is deleting it where it was.
+            let n = parsed.operands.len();
+            let sources = if target_dir.is_some() {
+                n
+            } else {
+                n.saturating_sub(1)
+            };
+            for s in parsed.operands.iter().take(sources) {
+                self.write_target(s, "`mv` (source)", WriteKind::Plain);
+            }
+        }
+    }
+
+    fn download(&mut self, key: &str, args: &[Word]) {
+        let (with_value, outputs): (&[&str], &[&str]) = if key == "curl" {
+            (
+                &[
+                    "-o",
+                    "--output",
+                    "-D",
+                    "--dump-header",
+                    "-c",
+                    "--cookie-jar",
+                    "--trace",
+                    "--trace-ascii",
+                    "--libcurl",
+                    "--stderr",
+                    "--output-dir",
+                    "--etag-save",
+                    "--hsts",
+                    "--alt-svc",
+                    "-K",
+                    "--config",
+                    "-d",
+                    "--data",
+                    "-H",
+                    "--header",
+                    "-X",
+                    "--request",
+                    "-u",
+                    "--user",
+                    "-A",
+                    "--user-agent",
+                    "-e",
+                    "--referer",
+                    "-F",
+                    "--form",
+                    "-T",
+                    "--upload-file",
+                    "-w",
+                    "--write-out",
+                    "-x",
+                    "--proxy",
+                    "-m",
+                    "--max-time",
+                    "-b",
+                    "--cookie",
+                    "-r",
+                    "--range",
+                    "--url",
+                ],
+                &[
+                    "-o",
+                    "--output",
+                    "-D",
+                    "--dump-header",
+                    "-c",
+                    "--cookie-jar",
+                    "--trace",
+                    "--trace-ascii",
+                    "--libcurl",
+                    "--stderr",
+                    "--etag-save",
+                    "--hsts",
+                    "--alt-svc",
+                ],
+            )
+        } else {
+            (
+                &[
+                    "-O",
+                    "--output-document",
+                    "-o",
+                    "--output-file",
+                    "-a",
+                    "--append-output",
+                    "-P",
+                    "--directory-prefix",
+                    "-i",
+                    "--input-file",
+                    "-e",
+                    "--execute",
+                    "-U",
+                    "--user-agent",
+                    "--header",
+                    "-T",
+                    "--timeout",
+                    "-t",
+                    "--tries",
+                ],
+                &[
+                    "-O",
+                    "--output-document",
+                    "-o",
+                    "--output-file",
+                    "-a",
+                    "--append-output",
+                ],
+            )
+        };
+        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let mut wrote = false;
+        for opt in &parsed.options {
+            if let Some(o) = outputs
+                .iter()
+                .find(|o| options::option_matches(&opt.name, o))
+                && let Some(v) = &opt.value
+                    && v != "-" {
+                        self.write_target(
+                            &Word::literal(v),
+                            &format!("`{key} {o}`"),
+                            WriteKind::Plain,
+                        );
+                        wrote = true;
+                    }
+        }
+        if key == "curl" && (parsed.has("-K") || parsed.has("--config")) {
+            self.raise(
+                ShellComplex,
+                "`curl -K` reads options, including output files, from a config file",
+            );
+        }
+        let names_remote = parsed.has("-O")
+            || parsed.has("--remote-name")
+            || parsed.has("--remote-name-all")
+            || parsed.has("-J");
+        if (key == "curl" && names_remote)
+            || (key == "wget"
+                && !wrote
+                && parsed.value_of("-O") != Some("-")
+                && parsed.value_of("--output-document") != Some("-"))
+        {
+            self.raise(
+                WorkspaceMutating,
+                format!("`{key}` saves what it downloads under a name the server chooses"),
+            );
+        }
+        if !wrote && key == "curl" && !names_remote {
+            self.raise(
+                ShellComplex,
+                format!("`{key}` is used with options outside its read-only form"),
+            );
+        }
+    }
+
+    fn patch(&mut self, args: &[Word]) {
+        let parsed = options::parse(
+            args,
+            OptionSyntax::gnu(&[
+                "-o",
+                "--output",
+                "-i",
+                "--input",
+                "-p",
+                "--strip",
+                "-d",
+                "--directory",
+                "-r",
+                "--reject-file",
+                "-B",
+                "--prefix",
+                "-F",
+                "--fuzz",
+                "-z",
+                "--suffix",
+                "-V",
+                "--version-control",
+                "-D",
+                "--ifdef",
+            ]),
+        );
+        if let Some(out) = parsed
+            .value_of("-o")
+            .or_else(|| parsed.value_of("--output"))
+        {
+            self.write_target(&Word::literal(out), "`patch -o`", WriteKind::Plain);
+        }
+        match parsed.operands.first() {
+            Some(file) => self.write_target(file, "`patch`", WriteKind::Plain),
+            None => self.raise(WorkspaceMutating, "`patch` writes the files its diff names"),
+        }
+    }
+
+    fn netcat(&mut self, key: &str, args: &[Word]) {
+        let exec = args.iter().any(|a| {
+            let v = a.value.as_str();
+            ["-e", "-c", "--exec", "--sh-exec", "--lua-exec"]
+                .iter()
+                .any(|f| v == *f || v.starts_with(&format!("{f}=")))
+                || (v.starts_with('-')
+                    && !v.starts_with("--")
+                    && (v.contains('e') || v.contains('c'))
+                    && key != "socat")
+                || (key == "socat"
+                    && (v.to_ascii_uppercase().starts_with("EXEC:")
+                        || v.to_ascii_uppercase().starts_with("SYSTEM:")))
+        });
+        if exec {
+            self.raise(
+                Dangerous,
+                format!("`{key}` hands a network connection to a program (a remote shell)"),
+            );
+        } else {
+            self.raise(
+                ShellComplex,
+                format!("`{key}` opens raw network connections"),
+            );
+        }
+    }
+}
+
+/// `kill -9 -1`, `kill -- -1`, `kill 1`: every process, or init.
+fn kills_everything(args: &[Word]) -> bool {
+    let mut seen_signal = false;
+    let mut after_dashes = false;
+    for a in args {
+        let v = a.value.as_str();
+        if v == "--" {
+            after_dashes = true;
+            continue;
+        }
+        if v == "-1" && (seen_signal || after_dashes) {
+            return true;
+        }
+        if v == "1" {
+            return true;
+        }
+        if v.starts_with('-') && !after_dashes {
+            seen_signal = true;
+            if v == "-s" || v == "-n" {
+                continue;
+            }
+        } else {
+            seen_signal = true;
+        }
+    }
+    false
+}
+
+fn setuid_mode(mode: &str) -> bool {
+    if mode.chars().all(|c| c.is_ascii_digit()) && mode.len() >= 4 {
+        let special = mode
+            .chars()
+            .rev()
+            .nth(3)
+            .and_then(|c| c.to_digit(8))
+            .unwrap_or(0);
+        return special & 0b110 != 0;
+    }
+    mode.split(',').any(|clause| {
+        let perms = clause.trim_start_matches(|c| "ugoa".contains(c));
+        (perms.starts_with('+') || perms.starts_with('=')) && perms.contains('s')
+    })
+}
+
+fn is_remote(v: &str) -> bool {
+    if v.starts_with("rsync://") || v.contains("://") {
+        return true;
+    }
+    match v.split_once(':') {
+        Some((host, _)) => !host.is_empty() && !host.contains('/'),
+        None => false,
+    }
+}
+
+fn first_operand(args: &[Word]) -> Option<&str> {
+    args.iter()
+        .map(|a| a.value.as_str())
+        .find(|v| !v.starts_with('-') || v.len() > 1 && v.starts_with("-S"))
+}
+
+/// The git subcommand, skipping global options (and the values of `-C`, `-c`, …).
+pub(crate) fn first_operand_after_globals(args: &[Word]) -> Option<&str> {
+    let mut i = 0;
+    while i < args.len() {
+        let v = args[i].value.as_str();
+        if !v.starts_with('-') {
+            return Some(v);
+        }
+        i += if [
+            "-C",
+            "-c",
+            "--git-dir",
+            "--work-tree",
+            "--namespace",
+            "--config-env",
+            "--super-prefix",
+        ]
+        .contains(&v)
+        {
+            2
+        } else {
+            1
+        };
+    }
+    None
+}
+
+/// How a shell was invoked.
+pub(crate) struct ShellArgs<'a> {
+    /// `-c STRING`
+    pub command: Option<&'a Word>,
+    /// A script file operand.
+    pub script: Option<&'a Word>,
+    /// `-s`: read commands from standard input.
+    pub stdin: bool,
+}
+
+impl<'a> ShellArgs<'a> {
+    pub fn parse(args: &'a [Word]) -> Self {
+        let mut out = ShellArgs {
+            command: None,
+            script: None,
+            stdin: false,
+        };
+        let mut c_flag = false;
+        let mut i = 0;
+        while i < args.len() {
+            let v = args[i].value.as_str();
+            i += 1;
+            if v == "--" || v == "-" {
+                if v == "-" {
+                    out.stdin = true;
+                }
+                break;
+            }
+            if ["-o", "+o", "-O", "+O", "--rcfile", "--init-file"].contains(&v) {
+                i += 1;
+                continue;
+            }
+            if v.starts_with("--") {
+                continue;
+            }
+            if (v.starts_with('-') || v.starts_with('+')) && v.len() > 1 {
+                c_flag |= v[1..].contains('c');
+                out.stdin |= v[1..].contains('s');
+                continue;
+            }
+            i -= 1;
+            break;
+        }
+        let rest = args.get(i);
+        if c_flag {
+            out.command = rest;
+        } else if !out.stdin {
+            out.script = rest;
+        }
+        out
+    }
+}
+
+/// How an interpreter was invoked: inline code, a module, operands.
+pub(crate) struct Interp<'a> {
+    pub inline: Vec<String>,
+    pub module: Option<String>,
+    pub operands: Vec<&'a Word>,
+    pub in_place: bool,
+    pub dynamic_code: bool,
+}
+
+impl<'a> Interp<'a> {
+    pub fn parse(key: &str, flags: &[&str], args: &'a [Word]) -> Self {
+        let mut out = Interp {
+            inline: Vec::new(),
+            module: None,
+            operands: Vec::new(),
+            in_place: false,
+            dynamic_code: false,
+        };
+        let single_letters: Vec<char> = flags
+            .iter()
+            .filter_map(|f| {
+                f.strip_prefix('-')
+                    .filter(|r| r.len() == 1)
+                    .and_then(|r| r.chars().next())
+            })
+            .collect();
+        let mut i = 0;
+        let mut code_next = false;
+        while i < args.len() {
+            let a = &args[i];
+            let v = a.value.as_str();
+            i += 1;
+            if code_next {
+                out.dynamic_code |= a.dynamic;
+                out.inline.push(v.to_string());
+                code_next = false;
+                continue;
+            }
+            if flags.contains(&v) {
+                code_next = true;
+                continue;
+            }
+            if let Some(f) = flags
+                .iter()
+                .find(|f| f.starts_with("--") && v.starts_with(&format!("{f}=")))
+            {
+                out.inline.push(v[f.len() + 1..].to_string());
+                out.dynamic_code |= a.dynamic;
+                continue;
+            }
+            if v == "-m" && tables::is_python(key) {
+                out.module = args.get(i).map(|m| m.value.clone());
+                break;
+            }
+            if v.starts_with('-') && !v.starts_with("--") && v.len() > 1 {
+                let cluster = &v[1..];
+                if key == "perl" && (cluster.starts_with(['M', 'm', 'I'])) {
+                    // -Mmodule, -Idir: the rest of the word is a name, not flags.
+                    if cluster.len() == 1 {
+                        i += 1;
+                    }
+                    continue;
+                }
+                if key == "perl" && cluster.contains('i') {
+                    out.in_place = true;
+                }
+                if let Some(pos) = cluster.find(|c| single_letters.contains(&c)) {
+                    let rest = &cluster[pos + 1..];
+                    if rest.is_empty() {
+                        code_next = true;
+                    } else {
+                        out.inline.push(rest.to_string());
+                        out.dynamic_code |= a.dynamic;
+                    }
+                }
+                continue;
+            }
+            if v.starts_with("--") {
+                continue;
+            }
+            if out.inline.is_empty() && key != "perl" && key != "ruby" {
+                // First operand of most interpreters is the program; the rest are its arguments.
+                out.operands.push(a);
+                out.operands.extend(args[i..].iter());
+                break;
+            }
+            out.operands.push(a);
+        }
+        out
+    }
+}

@@ -1,0 +1,228 @@
+//! Command-line option parsing as GNU getopt and find(1) do it, so rules can ask "is `-f` given?"
+//! the way the program itself would answer: inside clusters (`-fn5`), with attached or separate
+//! values, and with long-option abbreviations (`--fo` is `--follow` to getopt_long).
+
+use crate::harness::shell::Word;
+
+/// One option occurrence: its name as written (`-f`, `--follow`) and its value if it took one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Opt {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+/// Arguments split into options and operands.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Parsed<'a> {
+    pub options: Vec<Opt>,
+    pub operands: Vec<&'a Word>,
+}
+
+/// How a program reads its options.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OptionSyntax<'s> {
+    /// Options that take a value (`-n`, `--lines`).
+    pub with_value: &'s [&'s str],
+    /// Short options whose value, if any, must be attached (`sed -i.bak`).
+    pub optional_attached: &'s [&'s str],
+    /// Options are single-dash words matched whole (find's predicates).
+    pub single_dash: bool,
+}
+
+impl<'s> OptionSyntax<'s> {
+    pub const GNU: OptionSyntax<'static> = OptionSyntax {
+        with_value: &[],
+        optional_attached: &[],
+        single_dash: false,
+    };
+
+    pub fn gnu(with_value: &'s [&'s str]) -> Self {
+        OptionSyntax {
+            with_value,
+            optional_attached: &[],
+            single_dash: false,
+        }
+    }
+}
+
+impl<'a> Parsed<'a> {
+    pub fn has(&self, name: &str) -> bool {
+        self.options.iter().any(|o| option_matches(&o.name, name))
+    }
+
+    pub fn value_of(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .find(|o| option_matches(&o.name, name))
+            .and_then(|o| o.value.as_deref())
+    }
+
+    pub fn values_of<'b>(&'b self, name: &'b str) -> impl Iterator<Item = &'b str> + 'b {
+        self.options
+            .iter()
+            .filter(move |o| option_matches(&o.name, name))
+            .filter_map(|o| o.value.as_deref())
+    }
+}
+
+/// Does an option as written (`given`) select the option `wanted`? Long options match by
+/// abbreviation as getopt_long allows; single-dash words (find) match whole, or by prefix when
+/// `wanted` ends in `*`.
+pub(crate) fn option_matches(given: &str, wanted: &str) -> bool {
+    if let Some(prefix) = wanted.strip_suffix('*') {
+        return given.starts_with(prefix);
+    }
+    match (given.strip_prefix("--"), wanted.strip_prefix("--")) {
+        (Some(g), Some(w)) => !g.is_empty() && w.starts_with(g),
+        (None, None) => given == wanted,
+        _ => false,
+    }
+}
+
+fn takes_value(syntax: &OptionSyntax, name: &str) -> bool {
+    syntax.with_value.iter().any(|w| {
+        if name.starts_with("--") {
+            // Exact for values: an abbreviation of a value-taking long option still takes one.
+            option_matches(name, w)
+        } else {
+            name == *w
+        }
+    })
+}
+
+/// Split `args` into options and operands. `--` ends options (GNU syntax only).
+pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
+    let mut out = Parsed::default();
+    let mut i = 0;
+    let mut options_done = false;
+    while i < args.len() {
+        let w = &args[i];
+        let v = w.value.as_str();
+        i += 1;
+        if options_done || !v.starts_with('-') || v == "-" {
+            out.operands.push(w);
+            continue;
+        }
+        if syntax.single_dash {
+            let name = v.to_string();
+            let value = if takes_value(&syntax, &name) && i < args.len() {
+                i += 1;
+                Some(args[i - 1].value.clone())
+            } else {
+                None
+            };
+            out.options.push(Opt { name, value });
+            continue;
+        }
+        if v == "--" {
+            options_done = true;
+            continue;
+        }
+        if let Some(long) = v.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, val)) => (format!("--{n}"), Some(val.to_string())),
+                None => (v.to_string(), None),
+            };
+            let value = if attached.is_some() {
+                attached
+            } else if takes_value(&syntax, &name) && i < args.len() {
+                i += 1;
+                Some(args[i - 1].value.clone())
+            } else {
+                None
+            };
+            out.options.push(Opt { name, value });
+            continue;
+        }
+        // A cluster of short options: `-abc`, `-n5`, `-fn 5`.
+        let chars: Vec<char> = v[1..].chars().collect();
+        let mut k = 0;
+        while k < chars.len() {
+            let name = format!("-{}", chars[k]);
+            k += 1;
+            if syntax.optional_attached.contains(&name.as_str()) {
+                let rest: String = chars[k..].iter().collect();
+                out.options.push(Opt {
+                    name,
+                    value: (!rest.is_empty()).then_some(rest),
+                });
+                break;
+            }
+            if takes_value(&syntax, &name) {
+                let rest: String = chars[k..].iter().collect();
+                let value = if !rest.is_empty() {
+                    Some(rest)
+                } else if i < args.len() {
+                    i += 1;
+                    Some(args[i - 1].value.clone())
+                } else {
+                    None
+                };
+                out.options.push(Opt { name, value });
+                break;
+            }
+            out.options.push(Opt { name, value: None });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<Word> {
+        s.split_whitespace().map(Word::literal).collect()
+    }
+
+    #[test]
+    fn clusters_values_and_abbreviations() {
+        let a = words("-fn5 --fo=name file -- -x");
+        let p = parse(&a, OptionSyntax::gnu(&["-n", "--lines"]));
+        assert!(p.has("-f"));
+        assert_eq!(p.value_of("-n"), Some("5"));
+        assert!(p.has("--follow"));
+        assert_eq!(
+            p.operands
+                .iter()
+                .map(|w| w.value.as_str())
+                .collect::<Vec<_>>(),
+            ["file", "-x"]
+        );
+        let a = words("-n 5 x");
+        let p = parse(&a, OptionSyntax::gnu(&["-n"]));
+        assert_eq!(p.value_of("-n"), Some("5"));
+        assert_eq!(p.operands.len(), 1);
+    }
+
+    #[test]
+    fn find_style_predicates_match_by_prefix() {
+        let a = words(". -name x -execdir rm {} ;");
+        let p = parse(
+            &a,
+            OptionSyntax {
+                with_value: &["-name"],
+                optional_attached: &[],
+                single_dash: true,
+            },
+        );
+        assert!(p.has("-exec*"));
+        assert!(!p.has("-delete"));
+    }
+
+    #[test]
+    fn optional_attached_values_stay_in_the_cluster() {
+        let a = words("-ni.bak s/a/b/ f");
+        let p = parse(
+            &a,
+            OptionSyntax {
+                with_value: &["-e"],
+                optional_attached: &["-i"],
+                single_dash: false,
+            },
+        );
+        assert!(p.has("-n") && p.has("-i"));
+        assert_eq!(p.value_of("-i"), Some(".bak"));
+        assert_eq!(p.operands.len(), 2);
+    }
+}

@@ -1,0 +1,480 @@
+//! Commands that run other code: wrappers (`env`, `timeout`, `xargs`, …), shells, awk and
+//! interpreters. Each is at least SHELL_COMPLEX, and what it runs is classified too, so the
+//! class is the more severe of the two.
+
+use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
+use super::classify::{Cx, WriteKind};
+use super::commands::{Interp, ShellArgs};
+use super::options::{self, OptionSyntax};
+use super::scripts;
+use super::tables;
+use crate::harness::shell::Word;
+
+impl Cx<'_> {
+    pub(crate) fn shell(&mut self, key: &str, args: &[Word]) {
+        let shell = ShellArgs::parse(args);
+        if let Some(cmd) = shell.command {
+            self.raise(ShellComplex, format!("`{key} -c` runs a nested shell"));
+            if cmd.is_static() && key != "fish" && key != "csh" && key != "tcsh" {
+                self.nested_script(&cmd.value.clone());
+            } else {
+                self.raise(
+                    ShellComplex,
+                    format!("`{key} -c` runs `{}`, a script Spear cannot read", cmd.raw),
+                );
+            }
+        } else if let Some(script) = shell.script {
+            self.raise(
+                ShellComplex,
+                format!("`{key}` runs the script `{}`", script.raw),
+            );
+        } else {
+            self.raise(
+                ShellComplex,
+                format!("`{key}` runs commands from its standard input"),
+            );
+        }
+    }
+
+    pub(crate) fn awk(&mut self, key: &str, args: &[Word]) {
+        let parsed = options::parse(
+            args,
+            OptionSyntax::gnu(&[
+                "-F",
+                "--field-separator",
+                "-v",
+                "--assign",
+                "-f",
+                "--file",
+                "-e",
+                "--source",
+                "-i",
+                "--include",
+                "-l",
+                "--load",
+                "-E",
+                "--exec",
+            ]),
+        );
+        for bad in [
+            "-f",
+            "--file",
+            "-i",
+            "--include",
+            "-l",
+            "--load",
+            "-E",
+            "--exec",
+        ] {
+            if parsed.has(bad) {
+                self.raise(
+                    ShellComplex,
+                    format!("`{key} {bad}` runs or loads program code from a file"),
+                );
+                return;
+            }
+        }
+        let program = parsed
+            .value_of("-e")
+            .or_else(|| parsed.value_of("--source"))
+            .map(str::to_string)
+            .or_else(|| parsed.operands.first().map(|w| w.value.clone()));
+        let Some(program) = program else {
+            self.raise(ShellComplex, format!("`{key}` without a program"));
+            return;
+        };
+        let facts = scripts::awk_program(&program);
+        if facts.executes {
+            self.raise(ShellComplex, format!("the `{key}` program runs commands (`system`, pipes or `getline` from a command)"));
+            for p in scripts::mentioned_paths(&program) {
+                self.write_target(
+                    &Word::literal(&p),
+                    &format!("the `{key}` program"),
+                    WriteKind::Mentioned,
+                );
+            }
+        }
+        for w in &facts.writes {
+            self.write_target(
+                &Word::literal(w),
+                &format!("the `{key}` program"),
+                WriteKind::Plain,
+            );
+        }
+        if facts.dynamic_write {
+            self.raise(
+                ShellComplex,
+                format!("the `{key}` program writes to a file named at run time"),
+            );
+        }
+        if args.iter().any(|a| a.dynamic) {
+            self.raise(
+                ShellComplex,
+                format!("`{key}` has arguments known only at run time"),
+            );
+        }
+    }
+
+    pub(crate) fn interpreter(&mut self, key: &str, args: &[Word]) {
+        let flags = tables::interpreter(key).unwrap_or(&[]);
+        let call = Interp::parse(key, flags, args);
+        if let Some(module) = &call.module {
+            let test_runners = [
+                "pytest",
+                "unittest",
+                "doctest",
+                "tox",
+                "nox",
+                "mypy",
+                "black",
+                "ruff",
+                "pylint",
+                "flake8",
+                "coverage",
+                "compileall",
+                "pip",
+                "venv",
+                "build",
+                "py_compile",
+            ];
+            if test_runners.contains(&module.as_str()) {
+                self.raise(
+                    WorkspaceMutating,
+                    format!("`{key} -m {module}` runs the project's tools, which can change the workspace"),
+                );
+            } else {
+                self.raise(
+                    ShellComplex,
+                    format!("`{key} -m {module}` runs the module `{module}`"),
+                );
+            }
+            return;
+        }
+        if call.inline.is_empty() {
+            match call.operands.first() {
+                Some(script) if script.value != "-" => self.raise(
+                    ShellComplex,
+                    format!("`{key}` runs the program `{}`", script.raw),
+                ),
+                _ => self.raise(
+                    ShellComplex,
+                    format!("`{key}` runs a program from its standard input"),
+                ),
+            }
+            return;
+        }
+        let code = call.inline.join("\n");
+        if key == "perl" && call.in_place && simple_substitution(&code) && !call.dynamic_code {
+            for f in &call.operands {
+                self.write_target(f, "`perl -i`", WriteKind::Plain);
+            }
+            if call.operands.is_empty() {
+                self.raise(WorkspaceMutating, "`perl -i` edits files in place");
+            }
+            return;
+        }
+        let flag = flags.first().copied().unwrap_or("-e");
+        self.raise(ShellComplex, format!("`{key} {flag}` runs inline code"));
+        if call.dynamic_code {
+            self.raise(
+                ShellComplex,
+                format!("the inline `{key}` code is known only at run time"),
+            );
+        }
+        for p in scripts::mentioned_paths(&code) {
+            self.write_target(
+                &Word::literal(&p),
+                &format!("the inline `{key}` program"),
+                WriteKind::Mentioned,
+            );
+        }
+        if call.in_place {
+            for f in &call.operands {
+                self.write_target(f, &format!("`{key} -i`"), WriteKind::Plain);
+            }
+        }
+    }
+
+    pub(crate) fn wrapper(&mut self, key: &str, args: &[Word]) {
+        let inner: Option<usize> = match key {
+            "env" => return self.env(args),
+            "command" => {
+                if args
+                    .iter()
+                    .take_while(|a| a.value.starts_with('-'))
+                    .any(|a| a.value.contains(['v', 'V']))
+                {
+                    return;
+                }
+                skip_options(args, &[])
+            }
+            "exec" => skip_options(args, &["-a"]),
+            "timeout" => {
+                skip_options(args, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1)
+            }
+            "nice" => {
+                let i = skip_options(args, &["-n", "--adjustment"]);
+                i.filter(|_| !args.is_empty())
+            }
+            "stdbuf" => skip_options(args, &["-i", "-o", "-e", "--input", "--output", "--error"]),
+            "setsid" | "nohup" | "unbuffer" | "catchsegv" | "builtin" | "torsocks"
+            | "proxychains" | "proxychains4" => skip_options(args, &[]),
+            "ionice" => skip_options(
+                args,
+                &[
+                    "-c",
+                    "-n",
+                    "-p",
+                    "-P",
+                    "-u",
+                    "--class",
+                    "--classdata",
+                    "--pid",
+                ],
+            ),
+            "chrt" => skip_options(args, &["-T", "-P", "-D"]).map(|i| i + 1),
+            "taskset" => skip_options(args, &["-c", "--cpu-list"]).map(|i| {
+                if args
+                    .iter()
+                    .any(|a| a.value == "-c" || a.value == "--cpu-list")
+                {
+                    i
+                } else {
+                    i + 1
+                }
+            }),
+            "time" => {
+                let parsed = options::parse(
+                    args,
+                    OptionSyntax::gnu(&["-f", "--format", "-o", "--output"]),
+                );
+                if let Some(out) = parsed
+                    .value_of("-o")
+                    .or_else(|| parsed.value_of("--output"))
+                {
+                    self.write_target(&Word::literal(out), "`time -o`", WriteKind::Plain);
+                }
+                let i = skip_options(args, &["-f", "--format", "-o", "--output"]);
+                // `time` is a shell keyword: it adds nothing of its own to the class.
+                if let Some(i) = i {
+                    self.wrapped(&args[i..]);
+                }
+                return;
+            }
+            "xargs" => return self.xargs(args),
+            "flock" => return self.flock(args),
+            "watch" => return self.watch(args),
+            "busybox" => skip_options(args, &[]),
+            "strace" | "ltrace" => {
+                let parsed = options::parse(
+                    args,
+                    OptionSyntax::gnu(&[
+                        "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
+                        "-X",
+                    ]),
+                );
+                if let Some(out) = parsed.value_of("-o") {
+                    self.write_target(
+                        &Word::literal(out),
+                        &format!("`{key} -o`"),
+                        WriteKind::Plain,
+                    );
+                }
+                skip_options(
+                    args,
+                    &[
+                        "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
+                        "-X",
+                    ],
+                )
+            }
+            _ => skip_options(args, &[]),
+        };
+        self.raise(ShellComplex, format!("`{key}` runs another command"));
+        if let Some(i) = inner.filter(|i| *i < args.len()) {
+            self.wrapped(&args[i..]);
+        }
+    }
+
+    fn env(&mut self, args: &[Word]) {
+        let mut i = 0;
+        while i < args.len() {
+            let v = args[i].value.as_str();
+            if args[i].dynamic {
+                self.raise(
+                    ShellComplex,
+                    format!("`env` takes `{}`, known only at run time", args[i].raw),
+                );
+                return;
+            }
+            if v == "-S"
+                || v == "--split-string"
+                || v.starts_with("--split-string=")
+                || (v.starts_with("-S") && v.len() > 2)
+            {
+                self.raise(ShellComplex, "`env -S` splits a string into a command line");
+                let script = if v == "-S" || v == "--split-string" {
+                    args.get(i + 1).map(|w| w.value.clone())
+                } else {
+                    Some(
+                        v.trim_start_matches("--split-string=")
+                            .trim_start_matches("-S")
+                            .to_string(),
+                    )
+                };
+                if let Some(s) = script {
+                    self.nested_script(&s);
+                }
+                return;
+            }
+            if ["-u", "--unset", "-C", "--chdir"].contains(&v) {
+                i += 2;
+                continue;
+            }
+            if v.starts_with('-') {
+                i += 1;
+                continue;
+            }
+            if let Some((name, _)) = v.split_once('=') {
+                self.assignment_name(name, "`env` sets");
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        if i < args.len() {
+            self.raise(ShellComplex, "`env` runs another command");
+            self.wrapped(&args[i..]);
+        }
+    }
+
+    fn xargs(&mut self, args: &[Word]) {
+        let with_value = [
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+            "--process-slot-var",
+            "-e",
+            "-i",
+            "-l",
+        ];
+        self.raise(
+            ShellComplex,
+            "`xargs` runs a command with arguments read from its input",
+        );
+        let i = skip_options(args, &with_value).unwrap_or(args.len());
+        if i < args.len() {
+            self.wrapped(&args[i..]);
+        }
+    }
+
+    fn flock(&mut self, args: &[Word]) {
+        self.raise(ShellComplex, "`flock` runs another command");
+        let parsed = options::parse(
+            args,
+            OptionSyntax::gnu(&[
+                "-w",
+                "--wait",
+                "--timeout",
+                "-E",
+                "--conflict-exit-code",
+                "-c",
+                "--command",
+            ]),
+        );
+        if let Some(cmd) = parsed
+            .value_of("-c")
+            .or_else(|| parsed.value_of("--command"))
+        {
+            self.nested_script(cmd);
+            return;
+        }
+        let i = skip_options(
+            args,
+            &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+        )
+        .map(|i| i + 1);
+        if let Some(i) = i.filter(|i| *i < args.len()) {
+            self.wrapped(&args[i..]);
+        }
+    }
+
+    fn watch(&mut self, args: &[Word]) {
+        self.raise(ShellComplex, "`watch` runs a command repeatedly");
+        let exec = args.iter().any(|a| a.value == "-x" || a.value == "--exec");
+        let i = skip_options(args, &["-n", "--interval", "-d", "-q", "--equexit"])
+            .unwrap_or(args.len());
+        if exec {
+            self.wrapped(&args[i..]);
+        } else if args[i..].iter().all(Word::is_static) && i < args.len() {
+            let script = args[i..]
+                .iter()
+                .map(|a| a.value.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            self.nested_script(&script);
+        }
+    }
+}
+
+/// Index of the first operand after options; options in `with_value` consume the next word.
+fn skip_options(args: &[Word], with_value: &[&str]) -> Option<usize> {
+    let mut i = 0;
+    while i < args.len() {
+        let v = args[i].value.as_str();
+        if v == "--" {
+            return Some(i + 1);
+        }
+        if !v.starts_with('-') || v == "-" {
+            return Some(i);
+        }
+        // A number after `nice` like `-10` is an option here.
+        i += if with_value.contains(&v) { 2 } else { 1 };
+    }
+    None
+}
+
+/// `s/a/b/g`-style perl code with no evaluation flag and nothing that runs commands.
+fn simple_substitution(code: &str) -> bool {
+    let code = code.trim().trim_end_matches(';').trim_end();
+    let Some(rest) = code.strip_prefix('s') else {
+        return false;
+    };
+    let mut chars = rest.chars();
+    let Some(delim) = chars.next().filter(|d| "/|#!,:".contains(*d)) else {
+        return false;
+    };
+    let mut parts = 0;
+    let mut escaped = false;
+    let mut flags = String::new();
+    for c in chars {
+        if parts == 2 {
+            flags.push(c);
+            continue;
+        }
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == delim {
+            parts += 1;
+        }
+    }
+    parts == 2
+        && flags.chars().all(|f| "gimsxr".contains(f))
+        && !code.contains('`')
+        && !code.contains("system")
+        && !code.contains("exec")
+        && !code.contains("${")
+        && !code.contains("@{")
+}

@@ -1,0 +1,368 @@
+//! Programs inside arguments: sed scripts, awk programs and inline interpreter code. Each check
+//! answers what the program can do beyond printing (run commands, write files) and which paths
+//! it names; anything it cannot read is reported as unknown, which is never print-only.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// What a sed script does besides printing.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SedFacts {
+    /// `e` command or `s///e`: runs shell commands.
+    pub executes: bool,
+    /// `w`/`W` commands and `s///w` targets.
+    pub writes: Vec<String>,
+    /// Something this reader does not understand.
+    pub unknown: Option<String>,
+}
+
+impl SedFacts {
+    pub fn print_only(&self) -> bool {
+        !self.executes && self.writes.is_empty() && self.unknown.is_none()
+    }
+}
+
+/// Read a sed script command by command (GNU syntax).
+pub(crate) fn sed_script(script: &str) -> SedFacts {
+    let mut facts = SedFacts::default();
+    let s: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let rest_of_line = |i: &mut usize| -> String {
+        let start = *i;
+        while *i < s.len() && s[*i] != '\n' {
+            *i += 1;
+        }
+        s[start..*i].iter().collect::<String>().trim().to_string()
+    };
+    while i < s.len() {
+        let c = s[i];
+        if c.is_whitespace() || c == ';' {
+            i += 1;
+            continue;
+        }
+        // Addresses: numbers, $, /re/ or \cREc, first~step, +N, ~N, separated by one comma.
+        let mut addresses = 0;
+        loop {
+            let before = i;
+            if i < s.len() && s[i] == '$' {
+                i += 1;
+            } else if i < s.len() && (s[i].is_ascii_digit() || s[i] == '+' || s[i] == '~') {
+                i += 1;
+                while i < s.len() && (s[i].is_ascii_digit() || s[i] == '~') {
+                    i += 1;
+                }
+            } else if i < s.len() && (s[i] == '/' || s[i] == '\\') {
+                let delim = if s[i] == '\\' {
+                    i += 1;
+                    s.get(i).copied().unwrap_or('/')
+                } else {
+                    '/'
+                };
+                i += 1;
+                match skip_delimited(&s, i, delim) {
+                    Some(next) => i = next,
+                    None => {
+                        facts.unknown = Some("an unterminated address".into());
+                        return facts;
+                    }
+                }
+                while i < s.len() && (s[i] == 'I' || s[i] == 'M') {
+                    i += 1;
+                }
+            }
+            if i == before {
+                break;
+            }
+            addresses += 1;
+            while i < s.len() && s[i] == ' ' {
+                i += 1;
+            }
+            if addresses < 2 && i < s.len() && s[i] == ',' {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        while i < s.len() && (s[i] == ' ' || s[i] == '!') {
+            i += 1;
+        }
+        let Some(&cmd) = s.get(i) else { break };
+        i += 1;
+        match cmd {
+            '{' | '}' | '=' | 'p' | 'P' | 'n' | 'N' | 'd' | 'D' | 'h' | 'H' | 'g' | 'G' | 'x'
+            | 'z' | 'F' => {}
+            'q' | 'Q' | 'l' | 'L' => {
+                while i < s.len() && (s[i].is_ascii_digit() || s[i] == ' ') {
+                    i += 1;
+                }
+            }
+            'b' | 't' | 'T' | ':' => {
+                while i < s.len() && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+                    i += 1;
+                }
+            }
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' | 'v' => {
+                rest_of_line(&mut i);
+            }
+            'w' | 'W' => facts.writes.push(rest_of_line(&mut i)),
+            'e' => facts.executes = true,
+            's' | 'y' => {
+                let Some(&delim) = s.get(i) else {
+                    facts.unknown = Some(format!("`{cmd}` without its delimiter"));
+                    return facts;
+                };
+                i += 1;
+                for _ in 0..2 {
+                    match skip_delimited(&s, i, delim) {
+                        Some(next) => i = next,
+                        None => {
+                            facts.unknown = Some(format!("an unterminated `{cmd}` command"));
+                            return facts;
+                        }
+                    }
+                }
+                if cmd == 's' {
+                    while i < s.len() {
+                        match s[i] {
+                            'g' | 'p' | 'i' | 'I' | 'm' | 'M' | '0'..='9' => i += 1,
+                            'e' => {
+                                facts.executes = true;
+                                i += 1;
+                            }
+                            'w' => {
+                                i += 1;
+                                facts.writes.push(rest_of_line(&mut i));
+                            }
+                            _ => break,
+                        }
+                    }
+                }
+            }
+            other => {
+                facts.unknown = Some(format!("the sed command `{other}`"));
+                return facts;
+            }
+        }
+    }
+    facts
+}
+
+/// Index after the closing `delim` starting the scan at `i`, honouring backslash escapes.
+fn skip_delimited(s: &[char], mut i: usize, delim: char) -> Option<usize> {
+    while i < s.len() {
+        if s[i] == '\\' {
+            i += 2;
+            continue;
+        }
+        if s[i] == '\n' && delim != '\n' {
+            // GNU sed allows newlines only escaped inside s///.
+        }
+        if s[i] == delim {
+            return Some(i + 1);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// What an awk program does besides reading and printing.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct AwkFacts {
+    /// `system()`, a pipe to or from a command, `@load`/`@include`.
+    pub executes: bool,
+    /// `print > file`, `printf >> file`: the static targets found.
+    pub writes: Vec<String>,
+    /// A print redirection whose target is not a string literal.
+    pub dynamic_write: bool,
+}
+
+impl AwkFacts {
+    pub fn read_only(&self) -> bool {
+        !self.executes && self.writes.is_empty() && !self.dynamic_write
+    }
+}
+
+fn regex(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
+}
+
+/// Strip string and regex literals from an awk program so operators inside them are not read
+/// as pipes or redirections. Returns the stripped text and the string literals.
+fn strip_awk_literals(program: &str) -> (String, Vec<String>) {
+    let chars: Vec<char> = program.chars().collect();
+    let mut out = String::with_capacity(program.len());
+    let mut strings = Vec::new();
+    let mut i = 0;
+    let mut last_significant = '\n';
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            let mut lit = String::new();
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                if chars[i] == '\\' && i + 1 < chars.len() {
+                    lit.push(chars[i + 1]);
+                    i += 2;
+                    continue;
+                }
+                lit.push(chars[i]);
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+            strings.push(lit);
+            last_significant = '"';
+            continue;
+        }
+        if c == '/' && "\n({,;!~&|".contains(last_significant) {
+            i += 1;
+            while i < chars.len() && chars[i] != '/' && chars[i] != '\n' {
+                if chars[i] == '\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("//");
+            last_significant = '/';
+            continue;
+        }
+        if c == '#' {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        out.push(c);
+        if !c.is_whitespace() {
+            last_significant = c;
+        }
+        i += 1;
+    }
+    (out, strings)
+}
+
+/// Read an awk program for commands, pipes and output redirections.
+pub(crate) fn awk_program(program: &str) -> AwkFacts {
+    static SYSTEM: OnceLock<Option<Regex>> = OnceLock::new();
+    static PRINT_REDIRECT: OnceLock<Option<Regex>> = OnceLock::new();
+    static TARGET: OnceLock<Option<Regex>> = OnceLock::new();
+    let mut facts = AwkFacts::default();
+    let (stripped, _) = strip_awk_literals(program);
+    let system = regex(&SYSTEM, r"\bsystem\s*\(|@load|@include|\|&");
+    if system.is_none_or(|r| r.is_match(&stripped)) {
+        facts.executes = true;
+    }
+    // A single `|` (not `||`) is a pipe to or from a command.
+    let bytes = stripped.as_bytes();
+    for (k, &b) in bytes.iter().enumerate() {
+        if b == b'|' && bytes.get(k + 1) != Some(&b'|') && (k == 0 || bytes[k - 1] != b'|') {
+            facts.executes = true;
+        }
+    }
+    let print_redirect = regex(&PRINT_REDIRECT, r"\bprintf?\b[^;{}\n]*>");
+    if print_redirect.is_none_or(|r| r.is_match(&stripped)) {
+        let target = regex(&TARGET, r#"\bprintf?\b[^;{}\n]*?>>?\s*"([^"]+)""#);
+        let found: Vec<String> = target
+            .map(|r| {
+                r.captures_iter(program)
+                    .filter_map(|c| c.get(1))
+                    .map(|m| m.as_str().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if found.is_empty() {
+            facts.dynamic_write = true;
+        }
+        facts.writes = found;
+    }
+    facts
+}
+
+/// Paths an inline program mentions: quoted strings that look like file paths. Inline code can
+/// write any of them, so the target policy gets to see each one.
+pub(crate) fn mentioned_paths(program: &str) -> Vec<String> {
+    static QUOTED: OnceLock<Option<Regex>> = OnceLock::new();
+    static PATHLIKE: OnceLock<Option<Regex>> = OnceLock::new();
+    let Some(quoted) = regex(&QUOTED, r#"'([^'\n]+)'|"([^"\n]+)"|`([^`\n]+)`"#) else {
+        return Vec::new();
+    };
+    let Some(pathlike) = regex(
+        &PATHLIKE,
+        r"^(?:[~./]|[\w.-]+/)[^\s]*$|^[\w.-]+\.[A-Za-z0-9]{1,8}$",
+    ) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for cap in quoted.captures_iter(program) {
+        let Some(m) = cap.get(1).or_else(|| cap.get(2)).or_else(|| cap.get(3)) else {
+            continue;
+        };
+        let s = m.as_str();
+        if s.len() > 4096
+            || s.contains("://")
+            || s.chars().any(char::is_whitespace)
+            || s == "."
+            || s == ".."
+        {
+            continue;
+        }
+        if pathlike.is_match(s) && !out.iter().any(|o| o == s) {
+            out.push(s.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_print_only_scripts() {
+        for ok in [
+            "p",
+            "1,5p",
+            "/foo/p",
+            "$p",
+            "10q",
+            "/a/,/b/{p;}",
+            "s/a/b/p",
+            "1~2p",
+            "=",
+            "s|x|y|g",
+            "y/ab/cd/",
+        ] {
+            assert!(sed_script(ok).print_only(), "{ok}");
+        }
+        assert!(sed_script("s/a/b/e").executes);
+        assert!(sed_script("1e id").executes);
+        assert_eq!(sed_script("w out.txt").writes, ["out.txt"]);
+        assert_eq!(sed_script("s/a/b/w out").writes, ["out"]);
+        assert!(sed_script("k").unknown.is_some());
+        assert!(sed_script("s/a/b").unknown.is_some());
+    }
+
+    #[test]
+    fn awk_programs() {
+        assert!(awk_program("{print $1}").read_only());
+        assert!(awk_program("$3 > 5 {print $1}").read_only());
+        assert!(awk_program("/a|b/ {print}").read_only());
+        assert!(awk_program("{print \"a|b\"}").read_only());
+        assert!(awk_program("a || b {print}").read_only());
+        assert!(awk_program("BEGIN{system(\"id\")}").executes);
+        assert!(awk_program("{\"date\" | getline d}").executes);
+        assert!(awk_program("{print | \"sh\"}").executes);
+        assert_eq!(awk_program("{print > \"out.txt\"}").writes, ["out.txt"]);
+        assert!(awk_program("{print > $2}").dynamic_write);
+    }
+
+    #[test]
+    fn inline_program_paths() {
+        let p = mentioned_paths("open('generated/x.rs','w').write(\"hi there\"); open(\"a.txt\")");
+        assert_eq!(p, ["generated/x.rs", "a.txt"]);
+        assert!(mentioned_paths("print('hello world')").is_empty());
+        assert!(mentioned_paths("get('https://x.y/z')").is_empty());
+    }
+}

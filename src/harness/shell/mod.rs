@@ -1,0 +1,245 @@
+//! Bash source to facts, on tree-sitter-bash. Every simple command wherever it appears, every
+//! redirection, here-document, function definition and assignment is reported; what cannot be
+//! analysed (parse errors, nesting too deep to walk) is reported as such, never silently dropped.
+//!
+//! tree-sitter-bash misparses the rest of a line after a here-document operator (upstream issue
+//! 346). So a source holding here-documents is parsed twice: as written, and with every
+//! here-document operator and body blanked out, and the facts of both parses are merged.
+
+mod walk;
+mod words;
+
+use std::ops::Range;
+
+use serde::Serialize;
+
+pub use words::Word;
+
+/// How deep the syntax tree may nest before the walk stops and reports it.
+pub const MAX_TREE_DEPTH: usize = 400;
+
+/// A `NAME=value` assignment (leading a command, standing alone, or in a declaration).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Assignment {
+    pub name: String,
+    pub value: Option<Word>,
+    /// The assignment as written.
+    pub raw: String,
+}
+
+/// The redirection operators bash knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedirectKind {
+    /// `<`
+    Input,
+    /// `>`
+    Output,
+    /// `>>`
+    Append,
+    /// `>|`
+    Clobber,
+    /// `&>` (and `>&` with a file name)
+    OutputAndError,
+    /// `&>>`
+    AppendOutputAndError,
+    /// `<>`
+    ReadWrite,
+    /// `>&N`, `>&-`
+    DuplicateOutput,
+    /// `<&N`, `<&-`
+    DuplicateInput,
+    /// `<<`, `<<-`
+    HereDoc,
+    /// `<<<`
+    HereString,
+}
+
+impl RedirectKind {
+    /// The operator as bash spells it.
+    pub fn operator(self) -> &'static str {
+        match self {
+            RedirectKind::Input => "<",
+            RedirectKind::Output => ">",
+            RedirectKind::Append => ">>",
+            RedirectKind::Clobber => ">|",
+            RedirectKind::OutputAndError => "&>",
+            RedirectKind::AppendOutputAndError => "&>>",
+            RedirectKind::ReadWrite => "<>",
+            RedirectKind::DuplicateOutput => ">&",
+            RedirectKind::DuplicateInput => "<&",
+            RedirectKind::HereDoc => "<<",
+            RedirectKind::HereString => "<<<",
+        }
+    }
+
+    /// The redirection opens its target for writing (it may create or truncate it).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            RedirectKind::Output
+                | RedirectKind::Append
+                | RedirectKind::Clobber
+                | RedirectKind::OutputAndError
+                | RedirectKind::AppendOutputAndError
+                | RedirectKind::ReadWrite
+        )
+    }
+}
+
+/// One redirection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Redirect {
+    pub kind: RedirectKind,
+    /// The file descriptor number written before the operator (`2>`), if any.
+    pub fd: Option<String>,
+    /// The file name, fd number or here-string word. None for here-documents.
+    pub target: Option<Word>,
+}
+
+/// A simple command: assignments, a name, arguments and its own redirections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SimpleCommand {
+    pub assignments: Vec<Assignment>,
+    pub name: Word,
+    pub args: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+    /// Byte range in the parsed source.
+    #[serde(skip)]
+    pub span: Range<usize>,
+}
+
+/// A declaration builtin (`export`, `declare`, `local`, `readonly`, `typeset`, `unset`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Declaration {
+    pub keyword: String,
+    pub args: Vec<Word>,
+    pub assignments: Vec<Assignment>,
+}
+
+/// A function definition and the commands of its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FunctionDef {
+    pub name: String,
+    #[serde(skip)]
+    pub body: Range<usize>,
+    pub body_source: String,
+}
+
+/// A here-document and the command it feeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HereDoc {
+    pub body: String,
+    /// The delimiter was quoted, so the body is literal (no expansions run).
+    pub quoted: bool,
+    /// The start byte of the command it is attached to.
+    #[serde(skip)]
+    pub command_start: Option<usize>,
+    /// Where its `<<` operator starts.
+    #[serde(skip)]
+    pub operator_at: usize,
+}
+
+/// Everything the parse says about a source.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ShellFacts {
+    /// Every simple command, nested ones included (substitution commands come before the
+    /// command whose word holds them).
+    pub commands: Vec<SimpleCommand>,
+    /// Redirections that belong to a compound statement or list rather than one command.
+    pub statement_redirects: Vec<Redirect>,
+    /// Each pipeline as its stages; each stage as the range of command indices it holds.
+    #[serde(skip)]
+    pub pipelines: Vec<Vec<Range<usize>>>,
+    /// Assignments standing alone (`x=1`).
+    pub assignments: Vec<Assignment>,
+    pub declarations: Vec<Declaration>,
+    pub functions: Vec<FunctionDef>,
+    pub heredocs: Vec<HereDoc>,
+    /// Human descriptions of what did not parse.
+    pub parse_errors: Vec<String>,
+    /// An arithmetic context refers to a variable: bash evaluates the variable's value as an
+    /// expression, and array subscripts in it can run commands.
+    pub arithmetic_on_variables: bool,
+    /// The tree nests deeper than [`MAX_TREE_DEPTH`]; what lies below was not walked.
+    pub too_deep: bool,
+}
+
+impl ShellFacts {
+    /// All redirections: those of commands and those of statements.
+    pub fn all_redirects(&self) -> impl Iterator<Item = &Redirect> {
+        self.commands
+            .iter()
+            .flat_map(|c| c.redirects.iter())
+            .chain(self.statement_redirects.iter())
+    }
+
+    fn merge(&mut self, other: ShellFacts) {
+        let offset = self.commands.len();
+        let shift = |r: Range<usize>| r.start + offset..r.end + offset;
+        for mut c in other.commands {
+            for w in c.args.iter_mut().chain(std::iter::once(&mut c.name)) {
+                w.substitutions.iter_mut().for_each(|i| *i += offset);
+            }
+            self.commands.push(c);
+        }
+        self.statement_redirects.extend(other.statement_redirects);
+        self.pipelines.extend(
+            other
+                .pipelines
+                .into_iter()
+                .map(|p| p.into_iter().map(shift).collect()),
+        );
+        self.assignments.extend(other.assignments);
+        self.declarations.extend(other.declarations);
+        self.functions
+            .extend(other.functions.into_iter().map(|mut f| {
+                f.body = shift(f.body);
+                f
+            }));
+        self.parse_errors.extend(other.parse_errors);
+        self.arithmetic_on_variables |= other.arithmetic_on_variables;
+        self.too_deep |= other.too_deep;
+    }
+}
+
+/// Parse bash source into facts. Never fails: a parser that cannot start is itself a fact.
+pub fn parse(source: &str) -> ShellFacts {
+    let Some(tree) = parse_tree(source) else {
+        return ShellFacts {
+            parse_errors: vec!["the bash parser could not be started".into()],
+            ..ShellFacts::default()
+        };
+    };
+    let mut facts = walk::walk(source, &tree);
+    if facts.heredocs.is_empty() {
+        return facts;
+    }
+    // Second parse with here-documents blanked, to see commands tree-sitter hid after them.
+    let (blanked, bodies) = walk::blank_heredocs(source, &tree);
+    // The body bash would read (by its line rules), not tree-sitter's guess.
+    for doc in facts.heredocs.iter_mut() {
+        if let Some((_, body, quoted)) = bodies.iter().find(|(op, _, _)| *op == doc.operator_at) {
+            doc.body = body.clone();
+            doc.quoted = *quoted;
+        }
+    }
+    if blanked != source
+        && let Some(tree2) = parse_tree(&blanked) {
+            let mut second = walk::walk(&blanked, &tree2);
+            second.heredocs.clear();
+            facts.merge(second);
+        }
+    facts
+}
+
+fn parse_tree(source: &str) -> Option<tree_sitter::Tree> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .ok()?;
+    parser.parse(source, None)
+}
+
+#[cfg(test)]
+mod tests;

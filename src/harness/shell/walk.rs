@@ -1,0 +1,636 @@
+//! The tree walk: visits every node of a tree-sitter-bash tree and records facts. Unknown node
+//! kinds are walked through, so a command inside a construct this file does not name is still
+//! found. Recursion is bounded by `MAX_TREE_DEPTH`; beyond it the walk stops and says so.
+
+use tree_sitter::{Node, Tree};
+
+use super::words::{Word, decode_ansi_c};
+use super::{
+    Assignment, Declaration, FunctionDef, HereDoc, MAX_TREE_DEPTH, Redirect, RedirectKind,
+    ShellFacts, SimpleCommand,
+};
+
+pub(super) fn walk(src: &str, tree: &Tree) -> ShellFacts {
+    let mut w = Walker {
+        src,
+        facts: ShellFacts::default(),
+        depth: 0,
+    };
+    w.node(tree.root_node());
+    w.facts
+}
+
+struct Walker<'a> {
+    src: &'a str,
+    facts: ShellFacts,
+    depth: usize,
+}
+
+impl<'a> Walker<'a> {
+    fn text(&self, n: Node) -> &'a str {
+        self.src.get(n.byte_range()).unwrap_or("")
+    }
+
+    fn node(&mut self, n: Node) {
+        if n.is_error() {
+            let snippet: String = self.text(n).chars().take(40).collect();
+            self.facts
+                .parse_errors
+                .push(format!("unexpected `{snippet}` at byte {}", n.start_byte()));
+        } else if n.is_missing() {
+            self.facts.parse_errors.push(format!(
+                "missing `{}` at byte {}",
+                n.kind(),
+                n.start_byte()
+            ));
+        }
+        self.depth += 1;
+        if self.depth > MAX_TREE_DEPTH {
+            self.facts.too_deep = true;
+        } else {
+            self.dispatch(n);
+        }
+        self.depth -= 1;
+    }
+
+    fn dispatch(&mut self, n: Node) {
+        match n.kind() {
+            "command" => self.command(n),
+            "variable_assignment" => {
+                let a = self.assignment(n);
+                self.facts.assignments.push(a);
+            }
+            "variable_assignments" => self.children(n),
+            "declaration_command" | "unset_command" => self.declaration(n),
+            "function_definition" => self.function(n),
+            "redirected_statement" => self.redirected(n),
+            "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                if let Some(r) = self.redirect(n, None) {
+                    self.facts.statement_redirects.push(r);
+                }
+            }
+            "pipeline" => self.pipeline(n),
+            "arithmetic_expansion" | "subscript" => {
+                self.arithmetic(n);
+                self.children(n);
+            }
+            "compound_statement" if self.text(n).starts_with("((") => {
+                self.arithmetic(n);
+                self.children(n);
+            }
+            "c_style_for_statement" => {
+                let mut cursor = n.walk();
+                let header: Vec<Node> = n
+                    .children(&mut cursor)
+                    .filter(|c| c.kind() != "do_group" && c.kind() != "compound_statement")
+                    .collect();
+                for h in header {
+                    self.arithmetic(h);
+                }
+                self.children(n);
+            }
+            "test_command" => {
+                if self.text(n).starts_with("[[") {
+                    self.test_arithmetic(n);
+                }
+                self.children(n);
+            }
+            "comment" => {}
+            _ => self.children(n),
+        }
+    }
+
+    fn children(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        for c in kids {
+            self.node(c);
+        }
+    }
+
+    /// An arithmetic context naming anything but numbers can evaluate a variable's value as an
+    /// expression, and `a[$(cmd)]` inside that value runs a command.
+    fn arithmetic(&mut self, n: Node) {
+        let text = self.text(n);
+        if text.chars().any(|c| c.is_ascii_alphabetic() || c == '_') {
+            self.facts.arithmetic_on_variables = true;
+        }
+    }
+
+    /// `[[ a -eq b ]]` evaluates both operands arithmetically.
+    fn test_arithmetic(&mut self, n: Node) {
+        const ARITH: [&str; 6] = ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            if x.kind() == "binary_expression" {
+                let mut cursor = x.walk();
+                let kids: Vec<Node> = x.children(&mut cursor).collect();
+                if kids.iter().any(|k| ARITH.contains(&self.text(*k))) {
+                    let operands_numeric = kids
+                        .iter()
+                        .filter(|k| !ARITH.contains(&self.text(**k)))
+                        .all(|k| self.text(*k).trim().parse::<i64>().is_ok());
+                    if !operands_numeric {
+                        self.facts.arithmetic_on_variables = true;
+                    }
+                }
+            }
+            let mut cursor = x.walk();
+            stack.extend(x.children(&mut cursor));
+        }
+    }
+
+    fn command(&mut self, n: Node) {
+        let mut assignments = Vec::new();
+        let mut name: Option<Word> = None;
+        let mut args = Vec::new();
+        let mut redirects = Vec::new();
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        for c in kids {
+            if !c.is_named() {
+                continue;
+            }
+            match c.kind() {
+                "variable_assignment" => assignments.push(self.assignment(c)),
+                "command_name" => {
+                    let inner = c.named_child(0).unwrap_or(c);
+                    name = Some(self.word(inner));
+                }
+                k if k.ends_with("_redirect") => {
+                    if let Some(r) = self.redirect(c, Some(n.start_byte())) {
+                        redirects.push(r);
+                    }
+                }
+                "comment" => {}
+                "ERROR" => self.node(c),
+                _ => args.push(self.word(c)),
+            }
+        }
+        let Some(name) = name else {
+            self.facts.parse_errors.push(format!(
+                "a command without a name at byte {}",
+                n.start_byte()
+            ));
+            return;
+        };
+        self.facts.commands.push(SimpleCommand {
+            assignments,
+            name,
+            args,
+            redirects,
+            span: n.byte_range(),
+        });
+    }
+
+    fn assignment(&mut self, n: Node) -> Assignment {
+        let name_node = n.child_by_field_name("name");
+        let name = name_node
+            .map(|x| self.text(x).to_string())
+            .unwrap_or_default();
+        if let Some(x) = name_node {
+            // `a[$(cmd)]=1`: the subscript is walked for substitutions and arithmetic.
+            if x.kind() != "variable_name" {
+                self.node(x);
+            }
+        }
+        let value = n.child_by_field_name("value").map(|v| self.word(v));
+        Assignment {
+            name,
+            value,
+            raw: self.text(n).to_string(),
+        }
+    }
+
+    fn declaration(&mut self, n: Node) {
+        let mut keyword = String::new();
+        let mut args = Vec::new();
+        let mut assignments = Vec::new();
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        for c in kids {
+            if !c.is_named() {
+                if keyword.is_empty() {
+                    keyword = self.text(c).to_string();
+                }
+                continue;
+            }
+            match c.kind() {
+                "variable_assignment" => assignments.push(self.assignment(c)),
+                "comment" => {}
+                _ => args.push(self.word(c)),
+            }
+        }
+        self.facts.declarations.push(Declaration {
+            keyword,
+            args,
+            assignments,
+        });
+    }
+
+    fn function(&mut self, n: Node) {
+        let name = n
+            .child_by_field_name("name")
+            .map(|x| self.text(x).to_string())
+            .unwrap_or_default();
+        let start = self.facts.commands.len();
+        if let Some(body) = n.child_by_field_name("body") {
+            self.node(body);
+        }
+        let mut cursor = n.walk();
+        let rest: Vec<Node> = n
+            .children(&mut cursor)
+            .filter(|c| c.is_named() && Some(*c) != n.child_by_field_name("body"))
+            .filter(|c| c.kind() != "word")
+            .collect();
+        for c in rest {
+            self.node(c);
+        }
+        let body_source = n
+            .child_by_field_name("body")
+            .map(|b| self.text(b).to_string())
+            .unwrap_or_default();
+        self.facts.functions.push(FunctionDef {
+            name,
+            body: start..self.facts.commands.len(),
+            body_source,
+        });
+    }
+
+    fn redirected(&mut self, n: Node) {
+        let body = n.child_by_field_name("body");
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        if let Some(b) = body {
+            self.node(b);
+        }
+        let attach_to_command = body.filter(|b| b.kind() == "command").and_then(|b| {
+            let last = self.facts.commands.len().checked_sub(1)?;
+            (self.facts.commands[last].span == b.byte_range()).then_some(last)
+        });
+        let command_start = body.map(|b| b.start_byte());
+        for c in kids {
+            if Some(c) == body {
+                continue;
+            }
+            if c.kind().ends_with("_redirect") {
+                if let Some(r) = self.redirect(c, command_start) {
+                    match attach_to_command {
+                        Some(i) => self.facts.commands[i].redirects.push(r),
+                        None => self.facts.statement_redirects.push(r),
+                    }
+                }
+            } else {
+                self.node(c);
+            }
+        }
+    }
+
+    fn redirect(&mut self, n: Node, command_start: Option<usize>) -> Option<Redirect> {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        match n.kind() {
+            "heredoc_redirect" => {
+                let delimiter = kids
+                    .iter()
+                    .find(|k| k.kind() == "heredoc_start")
+                    .map(|k| self.text(*k))
+                    .unwrap_or("");
+                let quoted = delimiter.contains(['\'', '"', '\\']);
+                let body = kids
+                    .iter()
+                    .find(|k| k.kind() == "heredoc_body")
+                    .map(|k| self.text(*k).to_string())
+                    .unwrap_or_default();
+                self.facts.heredocs.push(HereDoc {
+                    body,
+                    quoted,
+                    command_start,
+                    operator_at: n.start_byte(),
+                });
+                for k in kids
+                    .iter()
+                    .filter(|k| k.is_named() && k.kind() != "heredoc_start")
+                {
+                    self.node(*k);
+                }
+                Some(Redirect {
+                    kind: RedirectKind::HereDoc,
+                    fd: None,
+                    target: None,
+                })
+            }
+            "herestring_redirect" => {
+                let mut target = None;
+                for k in kids.iter().filter(|k| k.is_named()) {
+                    if target.is_none() && k.kind() != "file_descriptor" {
+                        target = Some(self.word(*k));
+                    } else {
+                        self.node(*k);
+                    }
+                }
+                Some(Redirect {
+                    kind: RedirectKind::HereString,
+                    fd: n
+                        .child_by_field_name("descriptor")
+                        .map(|d| self.text(d).to_string()),
+                    target,
+                })
+            }
+            _ => {
+                let fd = n
+                    .child_by_field_name("descriptor")
+                    .map(|d| self.text(d).to_string());
+                let op = kids
+                    .iter()
+                    .filter(|k| !k.is_named())
+                    .map(|k| self.text(*k))
+                    .collect::<Vec<_>>()
+                    .concat();
+                let dest = n.child_by_field_name("destination");
+                let target = dest.map(|d| self.word(d));
+                for k in kids.iter().filter(|k| k.is_named()) {
+                    if Some(*k) != dest && k.kind() != "file_descriptor" {
+                        self.node(*k);
+                    }
+                }
+                let kind = redirect_kind(&op, target.as_ref());
+                Some(Redirect { kind, fd, target })
+            }
+        }
+    }
+
+    fn pipeline(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        let mut stages = Vec::new();
+        for c in kids {
+            if !c.is_named() || c.kind() == "comment" {
+                continue;
+            }
+            let start = self.facts.commands.len();
+            self.node(c);
+            stages.push(start..self.facts.commands.len());
+        }
+        self.facts.pipelines.push(stages);
+    }
+
+    /// A word in argument position: quote removal, escapes, substitutions walked.
+    fn word(&mut self, n: Node) -> Word {
+        let mut w = Word::new(self.text(n));
+        self.word_part(n, &mut w);
+        w.finish();
+        w
+    }
+
+    fn word_part(&mut self, n: Node, w: &mut Word) {
+        match n.kind() {
+            "word" | "number" | "brace_expression" | "extglob_pattern" | "regex"
+            | "test_operator" => {
+                self.unquoted(self.text(n), w);
+                // A word node normally has no children; any it has (substitutions) are walked.
+                if n.named_child_count() > 0 {
+                    w.dynamic = true;
+                    w.expands = true;
+                    self.substitutions_in(n, w);
+                }
+            }
+            "raw_string" => {
+                let t = self.text(n);
+                w.push_quoted(
+                    t.strip_prefix('\'')
+                        .and_then(|s| s.strip_suffix('\''))
+                        .unwrap_or(t),
+                );
+            }
+            "ansi_c_string" => {
+                let t = self.text(n);
+                let body = t
+                    .strip_prefix("$'")
+                    .and_then(|s| s.strip_suffix('\''))
+                    .unwrap_or(t);
+                w.push_quoted(&decode_ansi_c(body));
+            }
+            "string" | "translated_string" => self.double_quoted(n, w),
+            "concatenation" => {
+                let mut cursor = n.walk();
+                let kids: Vec<Node> = n.children(&mut cursor).collect();
+                for c in kids {
+                    self.word_part(c, w);
+                }
+            }
+            "simple_expansion"
+            | "expansion"
+            | "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion" => self.dynamic_part(n, w),
+            _ => {
+                // Anything else (an ERROR inside a word, a node kind this walk does not name) is
+                // taken as written and treated as unknown at run time.
+                self.dynamic_part(n, w);
+            }
+        }
+    }
+
+    fn unquoted(&self, raw: &str, w: &mut Word) {
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('\n') | None => {}
+                    Some(e) => w.push_unquoted_char(e, true),
+                }
+            } else {
+                w.push_unquoted_char(c, false);
+            }
+        }
+    }
+
+    fn double_quoted(&mut self, n: Node, w: &mut Word) {
+        let (start, end) = (n.start_byte(), n.end_byte());
+        let text = self.text(n);
+        let open = if text.starts_with("$\"") { 2 } else { 1 };
+        let close = usize::from(text.len() > open && text.ends_with('"'));
+        let mut pos = start + open;
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.named_children(&mut cursor).collect();
+        for c in kids {
+            if c.kind() == "string_content" {
+                continue;
+            }
+            if c.start_byte() > pos {
+                self.dq_literal(pos, c.start_byte(), w);
+            }
+            self.dynamic_part(c, w);
+            pos = c.end_byte().max(pos);
+        }
+        if end - close > pos {
+            self.dq_literal(pos, end - close, w);
+        }
+    }
+
+    fn dq_literal(&self, from: usize, to: usize, w: &mut Word) {
+        let raw = self.src.get(from..to).unwrap_or("");
+        let mut out = String::with_capacity(raw.len());
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.peek() {
+                    Some('$' | '`' | '"' | '\\') => {
+                        if let Some(e) = chars.next() {
+                            out.push(e);
+                        }
+                    }
+                    Some('\n') => {
+                        chars.next();
+                    }
+                    _ => out.push('\\'),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        w.push_quoted(&out);
+    }
+
+    fn dynamic_part(&mut self, n: Node, w: &mut Word) {
+        w.push_dynamic(self.text(n));
+        let before = self.facts.commands.len();
+        self.node(n);
+        w.substitutions.extend(before..self.facts.commands.len());
+    }
+
+    fn substitutions_in(&mut self, n: Node, w: &mut Word) {
+        let before = self.facts.commands.len();
+        self.children(n);
+        w.substitutions.extend(before..self.facts.commands.len());
+    }
+}
+
+fn redirect_kind(op: &str, target: Option<&Word>) -> RedirectKind {
+    let fd_target = target.is_some_and(|t| {
+        let v = t.value.as_str();
+        v == "-" || (!v.is_empty() && v.chars().all(|c| c.is_ascii_digit()))
+    });
+    match op {
+        ">" => RedirectKind::Output,
+        ">>" => RedirectKind::Append,
+        ">|" => RedirectKind::Clobber,
+        "&>" => RedirectKind::OutputAndError,
+        "&>>" => RedirectKind::AppendOutputAndError,
+        "<>" => RedirectKind::ReadWrite,
+        "<" => RedirectKind::Input,
+        ">&" | ">&-" if fd_target || op == ">&-" => RedirectKind::DuplicateOutput,
+        // `>& file` sends both streams to a file.
+        ">&" => RedirectKind::OutputAndError,
+        "<&" | "<&-" => RedirectKind::DuplicateInput,
+        // An operator this walk does not know: assume it writes (fail closed).
+        _ => RedirectKind::Output,
+    }
+}
+
+/// The source with every here-document operator, delimiter and body blanked (newlines kept),
+/// so a second parse sees the commands that share a line with a here-document operator.
+pub(super) fn blank_heredocs(src: &str, tree: &Tree) -> (String, Vec<(usize, String, bool)>) {
+    let mut ops = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "<<" || n.kind() == "<<-" {
+            ops.push(n.start_byte());
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    ops.sort_unstable();
+    ops.dedup();
+    let bytes = src.as_bytes();
+    let mut blank = vec![false; bytes.len()];
+    // Bodies start on the line after the operator; several here-documents on one line take
+    // consecutive bodies.
+    let mut next_body_start: Option<(usize, usize)> = None; // (line end, body start)
+    let mut bodies = Vec::new();
+    for op in ops {
+        let (delim, quoted_end, strip_tabs) = lex_delimiter(src, op);
+        let quoted = src
+            .get(op..quoted_end)
+            .is_some_and(|t| t.contains(['\'', '"', '\\']));
+        for b in blank.iter_mut().take(quoted_end).skip(op) {
+            *b = true;
+        }
+        let line_end = src[op..].find('\n').map(|i| op + i);
+        let Some(line_end) = line_end else { continue };
+        let body_start = match next_body_start {
+            Some((le, bs)) if le == line_end => bs,
+            _ => line_end + 1,
+        };
+        let mut pos = body_start;
+        let mut end = src.len();
+        let mut body_end = src.len();
+        while pos < src.len() {
+            let eol = src[pos..].find('\n').map(|i| pos + i).unwrap_or(src.len());
+            let line = &src[pos..eol];
+            let line = if strip_tabs {
+                line.trim_start_matches('\t')
+            } else {
+                line
+            };
+            if line == delim {
+                body_end = pos;
+                end = (eol + 1).min(src.len());
+                break;
+            }
+            pos = eol + 1;
+        }
+        for b in blank.iter_mut().take(end).skip(body_start.min(end)) {
+            *b = true;
+        }
+        next_body_start = Some((line_end, end));
+        let body = src
+            .get(body_start.min(body_end)..body_end)
+            .unwrap_or("")
+            .to_string();
+        bodies.push((op, body, quoted));
+    }
+    let out: Vec<u8> = bytes
+        .iter()
+        .zip(blank)
+        .map(|(&c, b)| if b && c != b'\n' { b' ' } else { c })
+        .collect();
+    (String::from_utf8_lossy(&out).into_owned(), bodies)
+}
+
+/// Lex the here-document delimiter after the operator at `op`: its unquoted value, where its
+/// source text ends, and whether the operator is `<<-`.
+fn lex_delimiter(src: &str, op: usize) -> (String, usize, bool) {
+    let rest = &src[op..];
+    let strip_tabs = rest.starts_with("<<-");
+    let mut i = op + if strip_tabs { 3 } else { 2 };
+    let bytes = src.as_bytes();
+    while i < bytes.len() && (bytes[i] == b' ' || bytes[i] == b'\t') {
+        i += 1;
+    }
+    let mut value = String::new();
+    let mut chars = src[i..].char_indices().peekable();
+    let mut end = i;
+    let mut quote: Option<char> = None;
+    while let Some((off, c)) = chars.next() {
+        end = i + off + c.len_utf8();
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => value.push(c),
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '\\') => {
+                if let Some((o2, e)) = chars.next() {
+                    end = i + o2 + e.len_utf8();
+                    value.push(e);
+                }
+            }
+            (None, c) if c.is_whitespace() || ";|&<>()".contains(c) => {
+                end = i + off;
+                break;
+            }
+            (None, c) => value.push(c),
+        }
+    }
+    (value, end, strip_tabs)
+}

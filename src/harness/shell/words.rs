@@ -1,0 +1,403 @@
+//! Shell words after quote removal. A word keeps its value (quotes removed, escapes resolved) and
+//! a pattern form in which every character that came from inside quotes is escaped, so brace and
+//! glob expansion can later tell `{a,b}` from `"{a,b}"`. Anything whose value is decided only at
+//! run time (expansions, substitutions, globs, tilde, brace lists) marks the word dynamic.
+
+use serde::Serialize;
+
+/// One shell word.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Word {
+    /// The source text of the word.
+    pub raw: String,
+    /// The value after quote removal; dynamic parts are kept as written (`$HOME/x`).
+    pub value: String,
+    /// The value with quoted characters backslash-escaped (for brace/glob expansion).
+    #[serde(skip)]
+    pub pattern: String,
+    /// Part of the value is only known when the command runs.
+    pub dynamic: bool,
+    /// A parameter expansion or substitution is part of the word.
+    pub expands: bool,
+    /// An unquoted glob character (`*`, `?`, `[`) is present.
+    pub glob: bool,
+    /// An unquoted brace list or sequence (`{a,b}`, `{1..3}`) is present.
+    pub brace: bool,
+    /// The word starts with an unquoted tilde.
+    pub tilde: bool,
+    /// Indices (into `ShellFacts::commands`) of commands run by substitutions inside this word.
+    pub substitutions: Vec<usize>,
+}
+
+impl Word {
+    pub(crate) fn new(raw: &str) -> Self {
+        Word {
+            raw: raw.to_string(),
+            value: String::new(),
+            pattern: String::new(),
+            dynamic: false,
+            expands: false,
+            glob: false,
+            brace: false,
+            tilde: false,
+            substitutions: Vec::new(),
+        }
+    }
+
+    /// A static word built from a plain string (used for words taken apart by wrappers).
+    pub fn literal(value: &str) -> Self {
+        let mut w = Word::new(value);
+        w.push_quoted(value);
+        w
+    }
+
+    /// Text that came from inside quotes: taken literally.
+    pub(crate) fn push_quoted(&mut self, text: &str) {
+        self.value.push_str(text);
+        for c in text.chars() {
+            if matches!(c, '{' | '}' | ',' | '\\' | '*' | '?' | '[' | ']' | '~') {
+                self.pattern.push('\\');
+            }
+            self.pattern.push(c);
+        }
+    }
+
+    /// Unquoted text whose escapes are already resolved, given with its escaped positions.
+    pub(crate) fn push_unquoted_char(&mut self, c: char, escaped: bool) {
+        self.value.push(c);
+        if escaped && matches!(c, '{' | '}' | ',' | '\\' | '*' | '?' | '[' | ']' | '~') {
+            self.pattern.push('\\');
+        }
+        self.pattern.push(c);
+    }
+
+    /// A part known only at run time, kept as written.
+    pub(crate) fn push_dynamic(&mut self, raw: &str) {
+        self.dynamic = true;
+        self.expands = true;
+        self.value.push_str(raw);
+        // Escape it in the pattern so brace detection ignores `${x}`.
+        for c in raw.chars() {
+            if matches!(c, '{' | '}' | ',' | '\\' | '*' | '?' | '[' | ']' | '~') {
+                self.pattern.push('\\');
+            }
+            self.pattern.push(c);
+        }
+    }
+
+    /// Decide glob/brace/tilde once the whole word is assembled.
+    pub(crate) fn finish(&mut self) {
+        let chars: Vec<char> = self.pattern.chars().collect();
+        self.tilde = chars.first() == Some(&'~');
+        let mut escaped = false;
+        for &c in &chars {
+            if escaped {
+                escaped = false;
+                continue;
+            }
+            match c {
+                '\\' => escaped = true,
+                '*' | '?' | '[' => self.glob = true,
+                _ => {}
+            }
+        }
+        self.brace = !brace_expand(&self.pattern, 2).is_single();
+        if self.glob || self.brace || self.tilde {
+            self.dynamic = true;
+        }
+    }
+
+    /// True when the word's value is fully known before the command runs.
+    pub fn is_static(&self) -> bool {
+        !self.dynamic
+    }
+
+    /// The words bash would produce by brace expansion (at most `limit`; `None` beyond it).
+    /// Words without brace lists expand to themselves.
+    pub fn brace_expansion(&self, limit: usize) -> Option<Vec<String>> {
+        match brace_expand(&self.pattern, limit) {
+            Expansion::Words(ws) => Some(ws.iter().map(|w| unescape_pattern(w)).collect()),
+            Expansion::TooMany => None,
+        }
+    }
+}
+
+enum Expansion {
+    Words(Vec<String>),
+    TooMany,
+}
+
+impl Expansion {
+    fn is_single(&self) -> bool {
+        matches!(self, Expansion::Words(w) if w.len() == 1)
+    }
+}
+
+fn unescape_pattern(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                out.push(n);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Bash brace expansion over a pattern string (escaped characters are literal): comma lists with
+/// nesting and `{a..b}` sequences of integers or single letters.
+fn brace_expand(p: &str, limit: usize) -> Expansion {
+    let chars: Vec<char> = p.chars().collect();
+    let mut out = Vec::new();
+    if expand_into(&chars, limit, &mut out) {
+        Expansion::Words(out)
+    } else {
+        Expansion::TooMany
+    }
+}
+
+fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>) -> bool {
+    // Find the first unescaped '{' that has a matching '}' with a top-level ',' or '..'.
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '{' => {
+                if let Some((close, alternatives)) = brace_group(chars, i) {
+                    let prefix = &chars[..i];
+                    let suffix = &chars[close + 1..];
+                    for alt in alternatives {
+                        let mut combined: Vec<char> = prefix.to_vec();
+                        combined.extend(alt);
+                        combined.extend_from_slice(suffix);
+                        if !expand_into(&combined, limit, out) {
+                            return false;
+                        }
+                    }
+                    return true;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    if out.len() >= limit {
+        return false;
+    }
+    out.push(chars.iter().collect());
+    true
+}
+
+/// For the '{' at `open`: its matching '}' and the alternatives, when it is a real brace list.
+fn brace_group(chars: &[char], open: usize) -> Option<(usize, Vec<Vec<char>>)> {
+    let mut depth = 0usize;
+    let mut parts: Vec<Vec<char>> = vec![Vec::new()];
+    let mut i = open + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\\' => {
+                let last = parts.last_mut()?;
+                last.push(c);
+                if let Some(n) = chars.get(i + 1) {
+                    last.push(*n);
+                }
+                i += 2;
+                continue;
+            }
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                if parts.len() > 1 {
+                    return Some((i, parts));
+                }
+                return sequence(&parts[0]).map(|seq| (i, seq));
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(Vec::new());
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        parts.last_mut()?.push(c);
+        i += 1;
+    }
+    None
+}
+
+/// `a..b` (integers or single letters, optional `..step`) to its members; None if not a sequence.
+fn sequence(body: &[char]) -> Option<Vec<Vec<char>>> {
+    let text: String = body.iter().collect();
+    let pieces: Vec<&str> = text.split("..").collect();
+    if pieces.len() < 2 || pieces.len() > 3 {
+        return None;
+    }
+    let step: i64 = match pieces.get(2) {
+        Some(s) => s.parse::<i64>().ok()?.checked_abs()?.max(1),
+        None => 1,
+    };
+    if let (Ok(a), Ok(b)) = (pieces[0].parse::<i64>(), pieces[1].parse::<i64>()) {
+        let count = (a - b).checked_abs()? / step + 1;
+        if count > 10_000 {
+            // Too many to list; still a brace expansion. Return the endpoints only.
+            return Some(vec![
+                pieces[0].chars().collect(),
+                pieces[1].chars().collect(),
+            ]);
+        }
+        let mut v = Vec::new();
+        let mut x = a;
+        loop {
+            v.push(x.to_string().chars().collect());
+            if x == b {
+                break;
+            }
+            x = if a < b { x + step } else { x - step };
+            if (a < b && x > b) || (a > b && x < b) {
+                break;
+            }
+        }
+        return Some(v);
+    }
+    let (a, b) = (single_char(pieces[0])?, single_char(pieces[1])?);
+    if !a.is_ascii_alphabetic() || !b.is_ascii_alphabetic() {
+        return None;
+    }
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    Some((lo..=hi).step_by(step as usize).map(|c| vec![c]).collect())
+}
+
+fn single_char(s: &str) -> Option<char> {
+    let mut it = s.chars();
+    let c = it.next()?;
+    it.next().is_none().then_some(c)
+}
+
+/// Decode the body of an ANSI-C quoted string (`$'...'`, quotes already stripped).
+pub(crate) fn decode_ansi_c(body: &str) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = body.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if c != '\\' || i >= chars.len() {
+            out.push(c);
+            continue;
+        }
+        let e = chars[i];
+        i += 1;
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            'c' => {
+                if let Some(&n) = chars.get(i) {
+                    i += 1;
+                    out.push(char::from((n as u8 & 0x1f) & 0x7f));
+                }
+            }
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let start = i;
+                while i < chars.len() && i - start < max && chars[i].is_ascii_hexdigit() {
+                    i += 1;
+                }
+                let digits: String = chars[start..i].iter().collect();
+                match u32::from_str_radix(&digits, 16)
+                    .ok()
+                    .and_then(char::from_u32)
+                {
+                    Some(ch) if !digits.is_empty() => out.push(ch),
+                    _ => {
+                        out.push('\\');
+                        out.push(e);
+                    }
+                }
+            }
+            '0'..='7' => {
+                let start = i - 1;
+                while i < chars.len() && i - start < 3 && ('0'..='7').contains(&chars[i]) {
+                    i += 1;
+                }
+                let digits: String = chars[start..i].iter().collect();
+                let n = u32::from_str_radix(&digits, 8).unwrap_or(0) & 0xff;
+                out.push(char::from_u32(n).unwrap_or('\u{fffd}'));
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unquoted(s: &str) -> Word {
+        let mut w = Word::new(s);
+        for c in s.chars() {
+            w.push_unquoted_char(c, false);
+        }
+        w.finish();
+        w
+    }
+
+    #[test]
+    fn brace_lists_expand_like_bash() {
+        let w = unquoted("{rm,-rf,/}");
+        assert!(w.brace && w.dynamic);
+        assert_eq!(w.brace_expansion(100).unwrap(), vec!["rm", "-rf", "/"]);
+        assert_eq!(
+            unquoted("a{b,c{d,e}}f").brace_expansion(100).unwrap(),
+            vec!["abf", "acdf", "acef"]
+        );
+        assert_eq!(
+            unquoted("x{1..3}").brace_expansion(100).unwrap(),
+            vec!["x1", "x2", "x3"]
+        );
+        assert_eq!(
+            unquoted("{a..c}").brace_expansion(100).unwrap(),
+            vec!["a", "b", "c"]
+        );
+        assert!(!unquoted("{}").brace && !unquoted("{a}").brace && !unquoted("a,b").brace);
+        assert!(unquoted("{1..100000}").brace);
+        assert!(unquoted("{a,b}{c,d}{e,f}").brace_expansion(4).is_none());
+    }
+
+    #[test]
+    fn quoted_braces_do_not_expand() {
+        let mut w = Word::new("\"{a,b}\"");
+        w.push_quoted("{a,b}");
+        w.finish();
+        assert!(!w.brace && !w.dynamic);
+        assert_eq!(w.brace_expansion(10).unwrap(), vec!["{a,b}"]);
+    }
+
+    #[test]
+    fn ansi_c_escapes_decode() {
+        assert_eq!(decode_ansi_c(r"\x72m"), "rm");
+        assert_eq!(decode_ansi_c(r"\162\155"), "rm");
+        assert_eq!(decode_ansi_c(r"\u0072m\n"), "rm\n");
+        assert_eq!(decode_ansi_c(r"it\'s"), "it's");
+        assert_eq!(decode_ansi_c(r"\q"), "\\q");
+    }
+}
