@@ -7,7 +7,10 @@ fn walk(n: tree_sitter::Node, src: &[u8], depth: usize) {
     println!("{}{quote}{} {text:?}", "  ".repeat(depth), n.kind());
     let mut cursor = n.walk();
     for (i, child) in n.children(&mut cursor).enumerate() {
-        if let Some(field) = u32::try_from(i).ok().and_then(|i| n.field_name_for_child(i)) {
+        if let Some(field) = u32::try_from(i)
+            .ok()
+            .and_then(|i| n.field_name_for_child(i))
+        {
             println!("{}[{field}]", "  ".repeat(depth + 1));
         }
         walk(child, src, depth + 1);
@@ -18,7 +21,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut parser = tree_sitter::Parser::new();
     parser.set_language(&tree_sitter_bash::LANGUAGE.into())?;
     for source in std::env::args().skip(1) {
-        let tree = parser.parse(&source, None).ok_or("the parser gave no tree")?;
+        let tree = parser
+            .parse(&source, None)
+            .ok_or("the parser gave no tree")?;
         walk(tree.root_node(), source.as_bytes(), 0);
     }
     Ok(())

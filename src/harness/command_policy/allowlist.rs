@@ -73,15 +73,27 @@ impl Entry {
             || self.subcommands.is_some()
     }
 
+    /// An option named exactly as one this entry lists is that option, not an abbreviation of a
+    /// forbidden one (getopt_long prefers the exact match: `--list` is not `--listed-incremental`).
+    fn knows_exactly(&self, given: &str) -> bool {
+        let given = given.split('=').next().unwrap_or(given);
+        self.with_value
+            .iter()
+            .chain(self.require_one_of.iter().flatten())
+            .chain(self.allow.iter().flatten())
+            .any(|k| k == given)
+    }
+
     /// Does `name args` match this entry's read-only shape?
     fn matches(&self, name: &str, args: &[Word]) -> Result<(), Mismatch> {
         if self.restricted()
-            && let Some(d) = args.iter().find(|a| a.dynamic) {
-                return Err(format!(
-                    "`{name}` has an argument known only at run time (`{}`), which could turn into an option that is not read-only",
-                    d.raw
-                ));
-            }
+            && let Some(d) = args.iter().find(|a| a.dynamic)
+        {
+            return Err(format!(
+                "`{name}` has an argument known only at run time (`{}`), which could turn into an option that is not read-only",
+                d.raw
+            ));
+        }
         if let Some(subs) = &self.subcommands {
             return self.match_subcommand(name, subs, args);
         }
@@ -102,37 +114,39 @@ impl Entry {
 
     fn check_options(&self, name: &str, parsed: &Parsed) -> Result<(), Mismatch> {
         for opt in &parsed.options {
-            if let Some(f) = self
-                .forbid
-                .iter()
-                .find(|f| options::option_matches(&opt.name, f))
-            {
+            if let Some(f) = self.forbid.iter().find(|f| {
+                opt.name == **f
+                    || (!self.knows_exactly(&opt.name) && options::option_matches(&opt.name, f))
+            }) {
                 return Err(format!(
                     "`{name} {}` is not read-only (`{f}` is excluded)",
                     opt.name
                 ));
             }
             if let Some(allow) = &self.allow
-                && !allow.iter().any(|a| options::option_matches(&opt.name, a)) {
-                    return Err(format!(
-                        "`{name} {}` is outside the read-only options of `{name}`",
-                        opt.name
-                    ));
-                }
+                && !allow.iter().any(|a| options::option_matches(&opt.name, a))
+            {
+                return Err(format!(
+                    "`{name} {}` is outside the read-only options of `{name}`",
+                    opt.name
+                ));
+            }
         }
         if let Some(req) = &self.require_one_of
-            && !req.iter().any(|r| parsed.has(r)) {
-                return Err(format!(
-                    "`{name}` is read-only only with one of {}",
-                    req.join(", ")
-                ));
-            }
+            && !req.iter().any(|r| parsed.has(r))
+        {
+            return Err(format!(
+                "`{name}` is read-only only with one of {}",
+                req.join(", ")
+            ));
+        }
         if let Some(max) = self.max_operands
-            && parsed.operands.len() > max {
-                return Err(format!(
-                    "`{name}` with more than {max} operand(s) can write its last operand"
-                ));
-            }
+            && parsed.operands.len() > max
+        {
+            return Err(format!(
+                "`{name}` with more than {max} operand(s) can write its last operand"
+            ));
+        }
         if !self.operands_require.is_empty()
             && !parsed.operands.is_empty()
             && !self.operands_require.iter().any(|r| parsed.has(r))
@@ -244,9 +258,10 @@ pub(crate) fn sed_scripts(parsed: &Parsed) -> Vec<String> {
         .map(str::to_string)
         .collect();
     if v.is_empty()
-        && let Some(first) = parsed.operands.first() {
-            v.push(first.value.clone());
-        }
+        && let Some(first) = parsed.operands.first()
+    {
+        v.push(first.value.clone());
+    }
     v
 }
 

@@ -117,19 +117,20 @@ impl Cx<'_> {
             .chain(tables::SYSTEM_PACKAGES.iter())
             .find(|(n, _)| *n == key);
         if let (Some((_, subs)), Some(sub)) = (listed, sub)
-            && subs.contains(&sub) {
-                self.a.network = true;
-            }
+            && subs.contains(&sub)
+        {
+            self.a.network = true;
+        }
         if tables::is_python(key) {
             // `python -m pip install …`
             let v: Vec<&str> = args.iter().map(|a| a.value.as_str()).collect();
             if let Some(p) = v.iter().position(|a| *a == "-m")
                 && v.get(p + 1) == Some(&"pip")
-                    && v.get(p + 2)
-                        .is_some_and(|s| ["install", "download"].contains(s))
-                {
-                    self.a.network = true;
-                }
+                && v.get(p + 2)
+                    .is_some_and(|s| ["install", "download"].contains(s))
+            {
+                self.a.network = true;
+            }
         }
     }
 
@@ -200,9 +201,10 @@ impl Cx<'_> {
     fn trap(&mut self, args: &[Word]) {
         self.raise(ShellComplex, "`trap` sets a command to run on a signal");
         if let Some(action) = args.iter().find(|a| !a.value.starts_with('-'))
-            && action.is_static() {
-                self.nested_script(&action.value.clone());
-            }
+            && action.is_static()
+        {
+            self.nested_script(&action.value.clone());
+        }
     }
 
     fn sed(&mut self, key: &str, args: &[Word], listed_but: Option<String>) {
@@ -296,10 +298,9 @@ impl Cx<'_> {
                 _ => {}
             }
         }
-        if !acted
-            && let Some(why) = listed_but {
-                self.raise(ShellComplex, why);
-            }
+        if !acted && let Some(why) = listed_but {
+            self.raise(ShellComplex, why);
+        }
     }
 
     fn git(&mut self, args: &[Word], listed_but: Option<String>) {
@@ -429,24 +430,21 @@ impl Cx<'_> {
         let recursive = parsed.has("-R") || parsed.has("--recursive") || parsed.has("-r");
         let has_reference = parsed.has("--reference");
         let mut operands = parsed.operands.iter();
-        if !has_reference
-            && let Some(mode) = operands.next() {
-                if key == "chmod" && setuid_mode(&mode.value) {
-                    self.raise(
-                        Dangerous,
-                        format!("`chmod {}` sets the setuid or setgid bit", mode.value),
-                    );
-                    return;
-                }
-                if key == "chown"
-                    && (mode.value == "root"
-                        || mode.value.starts_with("root:")
-                        || mode.value == "0")
-                {
-                    self.raise(Dangerous, "`chown root` hands files to the superuser");
-                    return;
-                }
+        if !has_reference && let Some(mode) = operands.next() {
+            if key == "chmod" && setuid_mode(&mode.value) {
+                self.raise(
+                    Dangerous,
+                    format!("`chmod {}` sets the setuid or setgid bit", mode.value),
+                );
+                return;
             }
+            if key == "chown"
+                && (mode.value == "root" || mode.value.starts_with("root:") || mode.value == "0")
+            {
+                self.raise(Dangerous, "`chown root` hands files to the superuser");
+                return;
+            }
+        }
         let kind = if recursive {
             WriteKind::Recursive
         } else {
@@ -644,14 +642,11 @@ impl Cx<'_> {
                 .iter()
                 .find(|o| options::option_matches(&opt.name, o))
                 && let Some(v) = &opt.value
-                    && v != "-" {
-                        self.write_target(
-                            &Word::literal(v),
-                            &format!("`{key} {o}`"),
-                            WriteKind::Plain,
-                        );
-                        wrote = true;
-                    }
+                && v != "-"
+            {
+                self.write_target(&Word::literal(v), &format!("`{key} {o}`"), WriteKind::Plain);
+                wrote = true;
+            }
         }
         if key == "curl" && (parsed.has("-K") || parsed.has("--config")) {
             self.raise(

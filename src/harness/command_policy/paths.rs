@@ -95,9 +95,10 @@ fn scope_static(v: &str, workspace: Option<&Path>) -> Scope {
     let n = normalize(v);
     if n.is_absolute() {
         if let Some(root) = workspace
-            && n.starts_with(root) {
-                return Scope::Inside;
-            }
+            && n.starts_with(root)
+        {
+            return Scope::Inside;
+        }
         if n.starts_with("/dev") {
             return Scope::Device;
         }

@@ -225,11 +225,12 @@ pub fn parse(source: &str) -> ShellFacts {
         }
     }
     if blanked != source
-        && let Some(tree2) = parse_tree(&blanked) {
-            let mut second = walk::walk(&blanked, &tree2);
-            second.heredocs.clear();
-            facts.merge(second);
-        }
+        && let Some(tree2) = parse_tree(&blanked)
+    {
+        let mut second = walk::walk(&blanked, &tree2);
+        second.heredocs.clear();
+        facts.merge(second);
+    }
     facts
 }
 

@@ -1,0 +1,14 @@
+//! The decision layer's integration tests: one binary, one module per concern.
+
+#[path = "classify/allowlist.rs"]
+mod allowlist;
+#[path = "classify/authorize.rs"]
+mod authorize;
+#[path = "classify/cli.rs"]
+mod cli;
+#[path = "classify/corpus.rs"]
+mod corpus;
+#[path = "classify/differential.rs"]
+mod differential;
+#[path = "classify/properties.rs"]
+mod properties;
