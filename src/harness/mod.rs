@@ -1,5 +1,7 @@
 //! The security and command-execution substrate. Imports nothing from `tools`, `agent` or `tui`.
 //! Decision layer: `primitives`, `shell`, `command_policy` (knows nothing of confinement).
+//! Boundary layer: `workspace`, `target_policy`, `audit` (where a call may reach, what it left).
 
 pub mod command_policy;
 pub mod primitives;
+pub mod workspace;
