@@ -7,6 +7,8 @@
 
 #[path = "boundary/support.rs"]
 mod support;
+#[path = "boundary/target_policy.rs"]
+mod target_policy;
 #[path = "boundary/workspace.rs"]
 mod workspace;
 #[path = "boundary/workspace_props.rs"]

@@ -4,4 +4,5 @@
 
 pub mod command_policy;
 pub mod primitives;
+pub mod target_policy;
 pub mod workspace;
