@@ -5,6 +5,10 @@
 // `#[test]` functions would otherwise trip the crate-wide deny.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "boundary/audit.rs"]
+mod audit;
+#[path = "boundary/audit_process.rs"]
+mod audit_process;
 #[path = "boundary/support.rs"]
 mod support;
 #[path = "boundary/target_policy.rs"]

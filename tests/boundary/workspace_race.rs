@@ -37,6 +37,18 @@ fn race(strategy: OpenStrategy, flip_dir: bool) {
         std::thread::spawn(move || {
             let mut flips = 0u64;
             while !stop.load(Ordering::Relaxed) {
+                // A write that won the race replaced the link with a file (it never follows
+                // one); put a link back, by rename so the name never goes missing.
+                let links = [&flip_at, &other]
+                    .iter()
+                    .filter(|n| std::fs::symlink_metadata(n).is_ok_and(|m| m.is_symlink()))
+                    .count();
+                if links == 0 {
+                    let relink = other.with_extension("relink");
+                    let _ = std::fs::remove_file(&relink);
+                    std::os::unix::fs::symlink(&link_to, &relink).unwrap();
+                    std::fs::rename(&relink, &other).unwrap();
+                }
                 rustix::fs::renameat_with(
                     rustix::fs::CWD,
                     &flip_at,
