@@ -40,7 +40,11 @@ impl Fixture {
 pub fn event(i: usize) -> AuditEvent {
     let mut e = AuditEvent::new(
         "s-1",
-        if i.is_multiple_of(2) { "write_file" } else { "terminal" },
+        if i.is_multiple_of(2) {
+            "write_file"
+        } else {
+            "terminal"
+        },
         Decision::Allowed,
     );
     e.target = if i.is_multiple_of(2) {
