@@ -27,12 +27,15 @@ struct Cli {
 enum Command {
     /// Classify bash commands: READ_ONLY, WORKSPACE_MUTATING, SHELL_COMPLEX or DANGEROUS.
     Classify(cli::classify::ClassifyArgs),
+    /// Read, follow or verify the workspace's audit log.
+    Audit(cli::audit::AuditArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Some(Command::Classify(args)) => cli::classify::run(args),
+        Some(Command::Audit(args)) => cli::audit::run(args),
         None => cli::no_subcommand(),
     };
     match outcome {

@@ -1,5 +1,6 @@
 //! One module per subcommand. Each returns the process exit code; errors get context here.
 
+pub mod audit;
 pub mod classify;
 
 use std::process::ExitCode;

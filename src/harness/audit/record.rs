@@ -1,0 +1,226 @@
+//! What the audit log records: the event a caller reports (`AuditEvent`) and the stored line
+//! (`AuditRecord`). Metadata only: never stdout, stderr or file contents.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::redact::{redact_text, summarize_command};
+use crate::harness::command_policy::CommandClass;
+use crate::harness::primitives::{ExecutionMode, ToolStatus};
+
+/// How the harness decided a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The mode granted it without asking.
+    Allowed,
+    /// The person was asked and said yes.
+    Approved,
+    /// The mode or the person said no.
+    Denied,
+    /// No answer could be had.
+    Cancelled,
+    /// A policy refused the target (workspace or target policy).
+    Refused,
+    /// The same refused request was repeated too often and the turn was stopped.
+    RepeatedRefusalStopped,
+    /// Written by the logger itself: an incomplete line left by a killed writer was set aside.
+    Recovered,
+}
+
+impl Decision {
+    /// A short label for aligned human output.
+    pub fn label(self) -> &'static str {
+        match self {
+            Decision::Allowed => "allowed",
+            Decision::Approved => "approved",
+            Decision::Denied => "denied",
+            Decision::Cancelled => "cancelled",
+            Decision::Refused => "refused",
+            Decision::RepeatedRefusalStopped => "stopped",
+            Decision::Recovered => "recovered",
+        }
+    }
+}
+
+/// What a call was aimed at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditTarget {
+    None,
+    /// A file path, as written.
+    Path(String),
+    /// A command line: leading assignments are split off and everything is redacted.
+    Command(String),
+}
+
+/// One call as the tool layer reports it. Build with `AuditEvent::new` and set what applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEvent {
+    pub session: String,
+    pub tool: String,
+    pub target: AuditTarget,
+    pub class: Option<CommandClass>,
+    pub mode: Option<ExecutionMode>,
+    pub decision: Decision,
+    pub status: Option<ToolStatus>,
+    pub exit_code: Option<i32>,
+    pub duration: Option<Duration>,
+    /// Bytes written to files by the call.
+    pub bytes_written: Option<u64>,
+    /// Size of the output the call produced (its content is never recorded).
+    pub output_bytes: Option<u64>,
+    pub changed_paths: Option<u64>,
+    /// The refusal kind or rule (`symlink_escape`, `third_party`, ...).
+    pub refusal_rule: Option<String>,
+}
+
+impl AuditEvent {
+    pub fn new(session: impl Into<String>, tool: impl Into<String>, decision: Decision) -> Self {
+        AuditEvent {
+            session: session.into(),
+            tool: tool.into(),
+            target: AuditTarget::None,
+            class: None,
+            mode: None,
+            decision,
+            status: None,
+            exit_code: None,
+            duration: None,
+            bytes_written: None,
+            output_bytes: None,
+            changed_paths: None,
+            refusal_rule: None,
+        }
+    }
+}
+
+/// One stored line. Field order is the line's byte order, which the hash chain covers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    pub v: u32,
+    pub seq: u64,
+    pub time: String,
+    pub session: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<CommandClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ExecutionMode>,
+    pub decision: Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<ToolStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_written: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_paths: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal_rule: Option<String>,
+    /// Hash of the previous record (64 zeros for the first).
+    pub prev: String,
+}
+
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+impl AuditRecord {
+    /// The record for `event`, redacted, not yet chained (`seq` and `prev` are set on append).
+    pub(crate) fn from_event(event: &AuditEvent) -> Self {
+        let (target, env) = match &event.target {
+            AuditTarget::None => (None, Vec::new()),
+            AuditTarget::Path(p) => (Some(redact_text(p).into_owned()), Vec::new()),
+            AuditTarget::Command(c) => {
+                let s = summarize_command(c);
+                (Some(s.summary), s.env)
+            }
+        };
+        AuditRecord {
+            v: FORMAT_VERSION,
+            seq: 0,
+            time: rfc3339_now(),
+            session: redact_text(&event.session).into_owned(),
+            tool: event.tool.clone(),
+            target,
+            env,
+            class: event.class,
+            mode: event.mode,
+            decision: event.decision,
+            status: event.status,
+            exit_code: event.exit_code,
+            duration_ms: event
+                .duration
+                .map(|d| d.as_millis().min(u64::MAX as u128) as u64),
+            bytes_written: event.bytes_written,
+            output_bytes: event.output_bytes,
+            changed_paths: event.changed_paths,
+            refusal_rule: event.refusal_rule.clone(),
+            prev: String::new(),
+        }
+    }
+}
+
+/// Now, as `2026-11-30T15:43:00.123Z`.
+pub(crate) fn rfc3339_now() -> String {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(since)
+}
+
+/// A duration since the epoch as RFC 3339 UTC with milliseconds (no calendar crate needed).
+pub(crate) fn rfc3339(since_epoch: Duration) -> String {
+    let secs = since_epoch.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since_epoch.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's `civil_from_days`.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_instants() {
+        assert_eq!(
+            rfc3339(Duration::from_millis(0)),
+            "1970-01-01T00:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(Duration::from_millis(951_782_400_123)),
+            "2000-02-29T00:00:00.123Z"
+        );
+        assert_eq!(
+            rfc3339(Duration::from_secs(1_796_053_380)),
+            "2026-11-30T15:43:00.000Z"
+        );
+    }
+}
