@@ -1,5 +1,7 @@
 //! The decision layer's integration tests: one binary, one module per concern.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
 #[path = "classify/allowlist.rs"]
 mod allowlist;
 #[path = "classify/authorize.rs"]
