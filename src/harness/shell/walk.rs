@@ -70,6 +70,7 @@ impl<'a> Walker<'a> {
                 }
             }
             "pipeline" => self.pipeline(n),
+            "command_name" => self.orphan_command_name(n),
             "arithmetic_expansion" | "subscript" => {
                 self.arithmetic(n);
                 self.children(n);
@@ -153,10 +154,7 @@ impl<'a> Walker<'a> {
             }
             match c.kind() {
                 "variable_assignment" => assignments.push(self.assignment(c)),
-                "command_name" => {
-                    let inner = c.named_child(0).unwrap_or(c);
-                    name = Some(self.word(inner));
-                }
+                "command_name" => name = Some(self.command_name(c)),
                 k if k.ends_with("_redirect") => {
                     if let Some(r) = self.redirect(c, Some(n.start_byte())) {
                         redirects.push(r);
@@ -179,6 +177,37 @@ impl<'a> Walker<'a> {
             name,
             args,
             redirects,
+            span: n.byte_range(),
+        });
+    }
+
+    /// The name word of a command. tree-sitter-bash reads a leading `{a,b}` brace list as a
+    /// group opener in an ERROR node, so a name right after an unmatched `{` gets it back.
+    fn command_name(&mut self, c: Node) -> Word {
+        let inner = c.named_child(0).unwrap_or(c);
+        let start = c.start_byte();
+        let glued_brace = start > 0
+            && self.src.as_bytes().get(start - 1) == Some(&b'{')
+            && c.parent().and_then(|p| if p.kind() == "command" { p.parent() } else { Some(p) })
+                .is_some_and(|p| p.is_error());
+        if !glued_brace {
+            return self.word(inner);
+        }
+        let mut w = Word::new(self.src.get(start - 1..c.end_byte()).unwrap_or(""));
+        w.push_unquoted_char('{', false);
+        self.word_part(inner, &mut w);
+        w.finish();
+        w
+    }
+
+    /// A command name the grammar left without its command (inside an ERROR node).
+    fn orphan_command_name(&mut self, n: Node) {
+        let name = self.command_name(n);
+        self.facts.commands.push(SimpleCommand {
+            assignments: Vec::new(),
+            name,
+            args: Vec::new(),
+            redirects: Vec::new(),
             span: n.byte_range(),
         });
     }
