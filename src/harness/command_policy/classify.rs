@@ -43,6 +43,7 @@ pub(crate) fn classify(config: &PolicyConfig, source: &str, depth: usize) -> Com
         facts: &facts,
         a: &mut assessment,
         wrappers: 0,
+        cwd: None,
     };
     cx.structure();
     for cmd in &facts.commands {
@@ -66,6 +67,9 @@ pub(crate) struct Cx<'c> {
     pub facts: &'c ShellFacts,
     pub a: &'c mut CommandAssessment,
     pub wrappers: usize,
+    /// Where relative paths land when the command changes directory (`cd /etc && …`): the
+    /// worst place any `cd` in the line goes, when that is not the workspace.
+    pub cwd: Option<Scope>,
 }
 
 impl Cx<'_> {
@@ -81,6 +85,16 @@ impl Cx<'_> {
 
     fn structure(&mut self) {
         let f = self.facts;
+        self.cwd = directory_changes(f, self.config.workspace_root.as_deref());
+        for doc in f.heredocs.iter().filter(|d| !d.quoted) {
+            for sub in scripts::substitutions_in_text(&doc.body) {
+                self.raise(
+                    ShellComplex,
+                    "a here-document body runs command substitutions",
+                );
+                self.nested_script(&sub);
+            }
+        }
         if f.too_deep {
             self.raise(
                 Dangerous,
@@ -211,7 +225,13 @@ impl Cx<'_> {
     /// Record a write of `target` by `who` and judge where it lands.
     pub fn write_target(&mut self, target: &Word, who: &str, kind: WriteKind) {
         let root = self.config.workspace_root.as_deref();
-        let scope = paths::scope(target, root);
+        let mut scope = paths::scope(target, root);
+        if let Some(cwd) = &self.cwd
+            && scope == Scope::Inside
+            && !target.value.starts_with('/')
+        {
+            scope = cwd.clone();
+        }
         let shown = if target.dynamic {
             target.raw.as_str()
         } else {
@@ -475,6 +495,37 @@ impl Cx<'_> {
             }
         }
     }
+}
+
+/// The worst place a `cd`/`pushd` in the line moves to, when that is not inside the workspace.
+fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<Scope> {
+    let mut worst: Option<Scope> = None;
+    for c in f
+        .commands
+        .iter()
+        .filter(|c| ["cd", "pushd"].contains(&c.name.value.as_str()))
+    {
+        let target = c
+            .args
+            .iter()
+            .find(|a| !a.value.starts_with('-') || a.value == "-");
+        let scope = match target {
+            None => Scope::Home,
+            Some(t) if t.value == "-" => Scope::Dynamic,
+            Some(t) => paths::scope(t, root),
+        };
+        let rank = |s: &Scope| match s {
+            Scope::Inside | Scope::Harmless => 0,
+            Scope::Outside => 1,
+            Scope::Dynamic => 2,
+            Scope::Home => 3,
+            _ => 4,
+        };
+        if rank(&scope) > worst.as_ref().map_or(0, rank) {
+            worst = Some(scope);
+        }
+    }
+    worst
 }
 
 pub(crate) fn base_name(v: &str) -> &str {

@@ -50,10 +50,20 @@ impl Cx<'_> {
         }
         self.network_by_name(key, args);
         match allowlist::lookup(key, args) {
-            Some(Ok(network)) => {
-                self.a.network |= network;
+            Some(Ok(network)) => self.a.network |= network,
+            Some(Err(why)) => {
+                // A read-only program given an output file (`sort -o out`, `uniq in out`) is a
+                // writer of that file and nothing more, when the rest is read-only.
+                if let Some((targets, rest)) = output_file(key, args)
+                    && matches!(allowlist::lookup(key, &rest), Some(Ok(_)))
+                {
+                    for t in &targets {
+                        self.write_target(t, &format!("`{key}`'s output option"), WriteKind::Plain);
+                    }
+                    return;
+                }
+                self.specific(key, args, Some(why))
             }
-            Some(Err(why)) => self.specific(key, args, Some(why)),
             None => self.specific(key, args, None),
         }
     }
@@ -111,7 +121,11 @@ impl Cx<'_> {
             }
             return;
         }
-        let sub = first_operand(args);
+        let sub = if key == "git" {
+            first_operand_after_globals(args)
+        } else {
+            first_operand(args)
+        };
         let listed = tables::NETWORK_SUBCOMMANDS
             .iter()
             .chain(tables::SYSTEM_PACKAGES.iter())
@@ -221,6 +235,7 @@ impl Cx<'_> {
                 format!("`{key} -f` runs a script from a file"),
             );
         }
+        let mut wrote = false;
         for script in allowlist::sed_scripts(&parsed) {
             let facts = scripts::sed_script(&script);
             if facts.executes {
@@ -230,6 +245,7 @@ impl Cx<'_> {
                 );
             }
             for w in &facts.writes {
+                wrote = true;
                 self.write_target(
                     &Word::literal(w),
                     &format!("the `{key}` script"),
@@ -248,7 +264,7 @@ impl Cx<'_> {
             for f in files {
                 self.write_target(f, &format!("`{key} -i`"), WriteKind::Plain);
             }
-        } else if let Some(why) = listed_but {
+        } else if let Some(why) = listed_but.filter(|_| !wrote) {
             self.raise(ShellComplex, why);
         }
     }
@@ -273,7 +289,28 @@ impl Cx<'_> {
                         ShellComplex,
                         format!("`find {v}` runs a command for each file found"),
                     );
-                    self.wrapped(&args[i..end]);
+                    // `{}` is each file found, so under each starting point.
+                    let starts: Vec<Word> = if roots.is_empty() {
+                        vec![Word::literal(".")]
+                    } else {
+                        roots.iter().map(|w| (*w).clone()).collect()
+                    };
+                    for start in &starts {
+                        let argv: Vec<Word> = args[i..end]
+                            .iter()
+                            .map(|a| {
+                                if a.value.contains("{}") {
+                                    let mut w = Word::literal(&a.value.replace("{}", &start.value));
+                                    w.dynamic = start.dynamic;
+                                    w.tilde = start.tilde;
+                                    w
+                                } else {
+                                    a.clone()
+                                }
+                            })
+                            .collect();
+                        self.wrapped(&argv);
+                    }
                     i = end + 1;
                     acted = true;
                 }
@@ -741,6 +778,74 @@ impl Cx<'_> {
             );
         }
     }
+}
+
+/// The output files of an allow-listed reader (`sort -o F`, `tree -o F`, `git diff --output=F`,
+/// `uniq IN OUT`), with the arguments that remain once they are taken out.
+fn output_file(key: &str, args: &[Word]) -> Option<(Vec<Word>, Vec<Word>)> {
+    let (short, long): (Option<char>, &str) = match key {
+        "sort" | "tree" => (Some('o'), "--output"),
+        "git" => (None, "--output"),
+        "uniq" => {
+            let with_value = [
+                "-f",
+                "--skip-fields",
+                "-s",
+                "--skip-chars",
+                "-w",
+                "--check-chars",
+            ];
+            let parsed = options::parse(args, OptionSyntax::gnu(&with_value));
+            if parsed.operands.len() != 2 {
+                return None;
+            }
+            let out = parsed.operands[1];
+            let rest = args
+                .iter()
+                .filter(|a| !std::ptr::eq(*a, out))
+                .cloned()
+                .collect();
+            return Some((vec![out.clone()], rest));
+        }
+        _ => return None,
+    };
+    let mut targets = Vec::new();
+    let mut rest = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        let v = a.value.as_str();
+        i += 1;
+        if let Some((name, value)) = v.split_once('=').filter(|(n, _)| n.starts_with("--")) {
+            if options::option_matches(name, long) {
+                targets.push(Word::literal(value));
+                continue;
+            }
+        } else if v.starts_with("--") && v.len() > 2 {
+            if options::option_matches(v, long) {
+                targets.extend(args.get(i).cloned());
+                i += 1;
+                continue;
+            }
+        } else if let Some(letter) = short
+            && v.starts_with('-')
+            && let Some(pos) = v.find(letter)
+        {
+            let (before, after) = (&v[..pos], &v[pos + 1..]);
+            if after.is_empty() {
+                targets.extend(args.get(i).cloned());
+                i += 1;
+            } else {
+                targets.push(Word::literal(after));
+            }
+            if before.len() > 1 {
+                rest.push(Word::literal(before));
+            }
+            continue;
+        }
+        rest.push(a.clone());
+    }
+    (!targets.is_empty()).then_some((targets, rest))
 }
 
 /// `kill -9 -1`, `kill -- -1`, `kill 1`: every process, or init.

@@ -59,10 +59,17 @@ pub(crate) fn normalize(p: &str) -> PathBuf {
     out.iter().collect()
 }
 
-fn starts_with_home(value: &str) -> bool {
-    ["$HOME", "${HOME}", "~"].iter().any(|h| {
-        value == *h || value.starts_with(&format!("{h}/")) || (h == &"~" && value.starts_with('~'))
-    })
+/// The word names the home directory: an unquoted leading tilde, or an expanded `$HOME`.
+/// `'~'` and `\~` are a directory literally named `~`. A word built from a bare string (an
+/// option's value) has no quoting left to tell, so a leading `~` or `$HOME` counts.
+fn starts_with_home(word: &Word) -> bool {
+    let value = word.value.as_str();
+    let bare = word.raw == word.value;
+    let tilde = value.starts_with('~') && (word.tilde || bare);
+    let home_var = ["$HOME", "${HOME}"]
+        .iter()
+        .any(|h| (value == *h || value.starts_with(&format!("{h}/"))) && (word.expands || bare));
+    tilde || home_var
 }
 
 /// Judge a written path against the workspace root (when known).
@@ -71,7 +78,7 @@ pub(crate) fn scope(word: &Word, workspace: Option<&Path>) -> Scope {
     if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
         return Scope::NetworkDevice;
     }
-    if starts_with_home(v) {
+    if starts_with_home(word) {
         return Scope::Home;
     }
     if word.dynamic && !word.glob {

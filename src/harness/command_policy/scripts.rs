@@ -315,6 +315,51 @@ pub(crate) fn mentioned_paths(program: &str) -> Vec<String> {
     out
 }
 
+/// The bodies of `$(…)` and backtick substitutions in text that bash expands (an unquoted
+/// here-document). Arithmetic `$((…))` is skipped; its own `$(…)` are found inside it.
+pub(crate) fn substitutions_in_text(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            '$' if chars.get(i + 1) == Some(&'(') && chars.get(i + 2) != Some(&'(') => {
+                let start = i + 2;
+                let mut depth = 1;
+                let mut j = start;
+                while j < chars.len() && depth > 0 {
+                    match chars[j] {
+                        '\\' => j += 1,
+                        '(' => depth += 1,
+                        ')' => depth -= 1,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                let end = if depth == 0 { j - 1 } else { chars.len() };
+                out.push(chars[start..end.max(start)].iter().collect());
+                i = j;
+            }
+            '`' => {
+                let mut body = String::new();
+                let mut j = i + 1;
+                while j < chars.len() && chars[j] != '`' {
+                    if chars[j] == '\\' && j + 1 < chars.len() && "`\\$".contains(chars[j + 1]) {
+                        j += 1;
+                    }
+                    body.push(chars[j]);
+                    j += 1;
+                }
+                out.push(body);
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -356,6 +401,15 @@ mod tests {
         assert!(awk_program("{print | \"sh\"}").executes);
         assert_eq!(awk_program("{print > \"out.txt\"}").writes, ["out.txt"]);
         assert!(awk_program("{print > $2}").dynamic_write);
+    }
+
+    #[test]
+    fn substitutions_in_expanded_text() {
+        assert_eq!(
+            substitutions_in_text("a $(id) b `whoami` c \\$(no) $((1+2))"),
+            ["id", "whoami"]
+        );
+        assert_eq!(substitutions_in_text("$(echo $(date))"), ["echo $(date)"]);
     }
 
     #[test]

@@ -174,7 +174,7 @@ impl ShellFacts {
             .chain(self.statement_redirects.iter())
     }
 
-    fn merge(&mut self, other: ShellFacts) {
+    pub(crate) fn merge(&mut self, other: ShellFacts) {
         let offset = self.commands.len();
         let shift = |r: Range<usize>| r.start + offset..r.end + offset;
         for mut c in other.commands {
@@ -198,6 +198,7 @@ impl ShellFacts {
                 f
             }));
         self.parse_errors.extend(other.parse_errors);
+        self.heredocs.extend(other.heredocs);
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
     }
@@ -205,14 +206,29 @@ impl ShellFacts {
 
 /// Parse bash source into facts. Never fails: a parser that cannot start is itself a fact.
 pub fn parse(source: &str) -> ShellFacts {
+    parse_at_depth(source, 0)
+}
+
+/// Parse a source nested `depth` tree levels deep (backtick bodies are parsed on their own).
+pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
+    // tree-sitter-bash glues a line that starts with a backslash to the line before it
+    // (`ls\n\\rm -rf /` reads as `ls` with arguments). A blank after the newline changes
+    // nothing bash does and gives the grammar its line back.
+    let prepared;
+    let source = if source.contains("\n\\") {
+        prepared = source.replace("\n\\", "\n \\");
+        prepared.as_str()
+    } else {
+        source
+    };
     let Some(tree) = parse_tree(source) else {
         return ShellFacts {
             parse_errors: vec!["the bash parser could not be started".into()],
             ..ShellFacts::default()
         };
     };
-    let mut facts = walk::walk(source, &tree);
-    if facts.heredocs.is_empty() {
+    let mut facts = walk::walk(source, &tree, depth);
+    if facts.heredocs.is_empty() && !(source.contains("<<") && !facts.parse_errors.is_empty()) {
         return facts;
     }
     // Second parse with here-documents blanked, to see commands tree-sitter hid after them.
@@ -227,7 +243,7 @@ pub fn parse(source: &str) -> ShellFacts {
     if blanked != source
         && let Some(tree2) = parse_tree(&blanked)
     {
-        let mut second = walk::walk(&blanked, &tree2);
+        let mut second = walk::walk(&blanked, &tree2, depth);
         second.heredocs.clear();
         facts.merge(second);
     }

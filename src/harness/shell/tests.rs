@@ -115,7 +115,10 @@ fn a_leading_brace_list_keeps_its_brace() {
     // tree-sitter-bash reads `{rm,-rf,/}` as an unmatched group opener; bash brace-expands it.
     let f = parse("{rm,-rf,/}");
     assert_eq!(f.commands.len(), 1);
-    assert_eq!(f.commands[0].name.brace_expansion(10).unwrap(), ["rm", "-rf", "/"]);
+    assert_eq!(
+        f.commands[0].name.brace_expansion(10).unwrap(),
+        ["rm", "-rf", "/"]
+    );
     let f = parse("{ ls; }");
     assert_eq!(f.commands[0].name.value, "ls");
 }

@@ -10,11 +10,11 @@ use super::{
     ShellFacts, SimpleCommand,
 };
 
-pub(super) fn walk(src: &str, tree: &Tree) -> ShellFacts {
+pub(super) fn walk(src: &str, tree: &Tree, depth: usize) -> ShellFacts {
     let mut w = Walker {
         src,
         facts: ShellFacts::default(),
-        depth: 0,
+        depth,
     };
     w.node(tree.root_node());
     w.facts
@@ -70,6 +70,7 @@ impl<'a> Walker<'a> {
                 }
             }
             "pipeline" => self.pipeline(n),
+            "command_substitution" if self.text(n).starts_with('`') => self.backticks(n),
             "command_name" => self.orphan_command_name(n),
             "arithmetic_expansion" | "subscript" => {
                 self.arithmetic(n);
@@ -98,6 +99,43 @@ impl<'a> Walker<'a> {
             }
             "comment" => {}
             _ => self.children(n),
+        }
+    }
+
+    /// Backtick substitutions, read by bash's rules rather than the grammar's: tree-sitter-bash
+    /// lexes "` `" between two adjacent substitutions as one token and hides the second
+    /// command inside the first. Each body is unescaped (`\\``, `\\\\`, `\\$`) and parsed alone.
+    fn backticks(&mut self, n: Node) {
+        let text = self.text(n);
+        let mut bodies = Vec::new();
+        let mut current: Option<String> = None;
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, current.as_mut()) {
+                ('\\', Some(body)) => match chars.next() {
+                    Some(e @ ('`' | '\\' | '$')) => body.push(e),
+                    Some(e) => {
+                        body.push('\\');
+                        body.push(e);
+                    }
+                    None => body.push('\\'),
+                },
+                ('`', Some(_)) => bodies.extend(current.take()),
+                ('`', None) => current = Some(String::new()),
+                (c, Some(body)) => body.push(c),
+                (_, None) => {}
+            }
+        }
+        if let Some(unterminated) = current {
+            self.facts.parse_errors.push(format!(
+                "an unterminated backtick substitution at byte {}",
+                n.start_byte()
+            ));
+            bodies.push(unterminated);
+        }
+        for body in bodies {
+            let inner = super::parse_at_depth(&body, self.depth + 1);
+            self.facts.merge(inner);
         }
     }
 
@@ -188,7 +226,14 @@ impl<'a> Walker<'a> {
         let start = c.start_byte();
         let glued_brace = start > 0
             && self.src.as_bytes().get(start - 1) == Some(&b'{')
-            && c.parent().and_then(|p| if p.kind() == "command" { p.parent() } else { Some(p) })
+            && c.parent()
+                .and_then(|p| {
+                    if p.kind() == "command" {
+                        p.parent()
+                    } else {
+                        Some(p)
+                    }
+                })
                 .is_some_and(|p| p.is_error());
         if !glued_brace {
             return self.word(inner);
