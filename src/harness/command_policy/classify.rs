@@ -301,6 +301,11 @@ impl Cx<'_> {
     /// Classify `name args` (a parsed command or one a wrapper runs).
     pub fn command(&mut self, name: &Word, args: &[Word]) {
         let Some(key) = self.executable(name) else {
+            // An unquoted expansion in command position can expand to nothing, and then the next
+            // word is the command: `$EMPTY rm -rf /` runs rm.
+            if name.dynamic && !name.raw.starts_with(['"', '\'']) {
+                self.wrapped(args);
+            }
             return;
         };
         self.rules(&key, args);

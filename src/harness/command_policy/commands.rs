@@ -482,55 +482,45 @@ impl Cx<'_> {
                 return;
             }
         }
-        let kind = if recursive {
-            WriteKind::Recursive
-        } else {
-            WriteKind::Plain
-        };
-        let who = if recursive {
-            format!("`{key} -R`")
-        } else {
-            format!("`{key}`")
-        };
-        for t in operands {
-            self.write_target(t, &who, kind);
-        }
+        self.write_each(key, "-R", recursive, operands.copied());
     }
 
     fn operand_writer(&mut self, key: &str, args: &[Word]) {
-        let with_value = tables::OPERAND_WRITERS
-            .iter()
-            .find(|(n, _)| *n == key)
-            .map(|(_, v)| *v)
-            .unwrap_or(&[]);
-        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let parsed = options::parse(
+            args,
+            OptionSyntax::gnu(values_of(tables::OPERAND_WRITERS, key)),
+        );
         let recursive = matches!(key, "rm" | "shred")
             && (parsed.has("-r") || parsed.has("-R") || parsed.has("--recursive"));
-        let kind = if recursive {
-            WriteKind::Recursive
-        } else {
-            WriteKind::Plain
-        };
-        let who = if recursive {
-            format!("`{key} -r`")
-        } else {
-            format!("`{key}`")
-        };
         if parsed.operands.is_empty() {
             self.raise(WorkspaceMutating, format!("`{key}` changes files"));
         }
-        for t in &parsed.operands {
+        self.write_each(key, "-r", recursive, parsed.operands.iter().copied());
+    }
+
+    /// Each target written by `key`; `flag` names the recursive form in reasons.
+    fn write_each<'w>(
+        &mut self,
+        key: &str,
+        flag: &str,
+        recursive: bool,
+        targets: impl IntoIterator<Item = &'w Word>,
+    ) {
+        let (kind, who) = if recursive {
+            (WriteKind::Recursive, format!("`{key} {flag}`"))
+        } else {
+            (WriteKind::Plain, format!("`{key}`"))
+        };
+        for t in targets {
             self.write_target(t, &who, kind);
         }
     }
 
     fn destination_writer(&mut self, key: &str, args: &[Word]) {
-        let with_value = tables::DESTINATION_WRITERS
-            .iter()
-            .find(|(n, _)| *n == key)
-            .map(|(_, v)| *v)
-            .unwrap_or(&[]);
-        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let parsed = options::parse(
+            args,
+            OptionSyntax::gnu(values_of(tables::DESTINATION_WRITERS, key)),
+        );
         let who = format!("`{key}`");
         let directory_mode = key == "install" && (parsed.has("-d") || parsed.has("--directory"));
         let target_dir = parsed
@@ -778,6 +768,15 @@ impl Cx<'_> {
             );
         }
     }
+}
+
+/// The value-taking options a table lists for `key`.
+fn values_of(table: &[(&str, &'static [&'static str])], key: &str) -> &'static [&'static str] {
+    table
+        .iter()
+        .find(|(n, _)| *n == key)
+        .map(|(_, v)| *v)
+        .unwrap_or(&[])
 }
 
 /// The output files of an allow-listed reader (`sort -o F`, `tree -o F`, `git diff --output=F`,

@@ -10,6 +10,27 @@ use super::scripts;
 use super::tables;
 use crate::harness::shell::Word;
 
+/// awk options that take a value and only shape the reading.
+const AWK_VALUES: &[&str] = &[
+    "-F",
+    "--field-separator",
+    "-v",
+    "--assign",
+    "-e",
+    "--source",
+];
+/// awk options that load program code from a file.
+const AWK_CODE_FILES: &[&str] = &[
+    "-f",
+    "--file",
+    "-i",
+    "--include",
+    "-l",
+    "--load",
+    "-E",
+    "--exec",
+];
+
 impl Cx<'_> {
     pub(crate) fn shell(&mut self, key: &str, args: &[Word]) {
         let shell = ShellArgs::parse(args);
@@ -37,35 +58,9 @@ impl Cx<'_> {
     }
 
     pub(crate) fn awk(&mut self, key: &str, args: &[Word]) {
-        let parsed = options::parse(
-            args,
-            OptionSyntax::gnu(&[
-                "-F",
-                "--field-separator",
-                "-v",
-                "--assign",
-                "-f",
-                "--file",
-                "-e",
-                "--source",
-                "-i",
-                "--include",
-                "-l",
-                "--load",
-                "-E",
-                "--exec",
-            ]),
-        );
-        for bad in [
-            "-f",
-            "--file",
-            "-i",
-            "--include",
-            "-l",
-            "--load",
-            "-E",
-            "--exec",
-        ] {
+        let with_value: Vec<&str> = AWK_VALUES.iter().chain(AWK_CODE_FILES).copied().collect();
+        let parsed = options::parse(args, OptionSyntax::gnu(&with_value));
+        for bad in AWK_CODE_FILES {
             if parsed.has(bad) {
                 self.raise(
                     ShellComplex,
@@ -164,15 +159,6 @@ impl Cx<'_> {
             return;
         }
         let code = call.inline.join("\n");
-        if key == "perl" && call.in_place && simple_substitution(&code) && !call.dynamic_code {
-            for f in &call.operands {
-                self.write_target(f, "`perl -i`", WriteKind::Plain);
-            }
-            if call.operands.is_empty() {
-                self.raise(WorkspaceMutating, "`perl -i` edits files in place");
-            }
-            return;
-        }
         let flag = flags.first().copied().unwrap_or("-e");
         self.raise(ShellComplex, format!("`{key} {flag}` runs inline code"));
         if call.dynamic_code {
@@ -290,8 +276,13 @@ impl Cx<'_> {
             }
             _ => skip_options(args, &[]),
         };
+        let inner = inner.filter(|i| *i < args.len());
+        if key == "exec" && inner.is_none() {
+            // `exec 3>file`: only redirections, which are judged on their own.
+            return;
+        }
         self.raise(ShellComplex, format!("`{key}` runs another command"));
-        if let Some(i) = inner.filter(|i| *i < args.len()) {
+        if let Some(i) = inner {
             self.wrapped(&args[i..]);
         }
     }
@@ -442,39 +433,4 @@ fn skip_options(args: &[Word], with_value: &[&str]) -> Option<usize> {
         i += if with_value.contains(&v) { 2 } else { 1 };
     }
     None
-}
-
-/// `s/a/b/g`-style perl code with no evaluation flag and nothing that runs commands.
-fn simple_substitution(code: &str) -> bool {
-    let code = code.trim().trim_end_matches(';').trim_end();
-    let Some(rest) = code.strip_prefix('s') else {
-        return false;
-    };
-    let mut chars = rest.chars();
-    let Some(delim) = chars.next().filter(|d| "/|#!,:".contains(*d)) else {
-        return false;
-    };
-    let mut parts = 0;
-    let mut escaped = false;
-    let mut flags = String::new();
-    for c in chars {
-        if parts == 2 {
-            flags.push(c);
-            continue;
-        }
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if c == delim {
-            parts += 1;
-        }
-    }
-    parts == 2
-        && flags.chars().all(|f| "gimsxr".contains(f))
-        && !code.contains('`')
-        && !code.contains("system")
-        && !code.contains("exec")
-        && !code.contains("${")
-        && !code.contains("@{")
 }

@@ -228,7 +228,8 @@ pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
         };
     };
     let mut facts = walk::walk(source, &tree, depth);
-    if facts.heredocs.is_empty() && !(source.contains("<<") && !facts.parse_errors.is_empty()) {
+    let heredoc_misparse = source.contains("<<") && !facts.parse_errors.is_empty();
+    if facts.heredocs.is_empty() && !heredoc_misparse {
         return facts;
     }
     // Second parse with here-documents blanked, to see commands tree-sitter hid after them.

@@ -74,10 +74,12 @@ impl<'a> Walker<'a> {
             "command_name" => self.orphan_command_name(n),
             "arithmetic_expansion" | "subscript" => {
                 self.arithmetic(n);
+                self.arithmetic_fallback(n);
                 self.children(n);
             }
             "compound_statement" if self.text(n).starts_with("((") => {
                 self.arithmetic(n);
+                self.arithmetic_fallback(n);
                 self.children(n);
             }
             "c_style_for_statement" => {
@@ -156,6 +158,23 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// bash reads `$(( … ))` as arithmetic only when that parses; a `case` inside (whose
+    /// patterns end in `)`) makes bash 5.2 take it as `$( ( … ) )` and run the words as
+    /// commands. Read it that way too, so the commands bash would run are seen.
+    fn arithmetic_fallback(&mut self, n: Node) {
+        let text = self.text(n);
+        if !text.contains("case") {
+            return;
+        }
+        let inner = text
+            .trim_start_matches('$')
+            .trim_start_matches("((")
+            .trim_end_matches("))");
+        let reading = super::parse_at_depth(&format!("( {inner} )"), self.depth + 1);
+        self.facts.merge(reading);
+        self.facts.arithmetic_on_variables = true;
+    }
+
     /// `[[ a -eq b ]]` evaluates both operands arithmetically.
     fn test_arithmetic(&mut self, n: Node) {
         const ARITH: [&str; 6] = ["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
@@ -186,10 +205,40 @@ impl<'a> Walker<'a> {
         let mut redirects = Vec::new();
         let mut cursor = n.walk();
         let kids: Vec<Node> = n.children(&mut cursor).collect();
+        let mut start = n.start_byte();
+        let mut previous_end = n.start_byte();
         for c in kids {
             if !c.is_named() {
                 continue;
             }
+            // An unquoted newline always ends a simple command. tree-sitter-bash sometimes runs
+            // on across one (`a | b | c⏎rm -rf ~ < f` reads `rm` as an argument of `c`): the
+            // words after it are a command of their own.
+            let gap = self.src.get(previous_end..c.start_byte()).unwrap_or("");
+            if name.is_some()
+                && gap.contains('\n')
+                && !gap.trim_end_matches([' ', '\t', '\n']).ends_with('\\')
+            {
+                self.facts.parse_errors.push(format!(
+                    "the grammar ran one command across a line break at byte {previous_end}"
+                ));
+                if let Some(done) = name.take() {
+                    self.facts.commands.push(SimpleCommand {
+                        assignments: std::mem::take(&mut assignments),
+                        name: done,
+                        args: std::mem::take(&mut args),
+                        redirects: std::mem::take(&mut redirects),
+                        span: start..previous_end,
+                    });
+                }
+                start = c.start_byte();
+                if !c.kind().ends_with("_redirect") && c.kind() != "variable_assignment" {
+                    name = Some(self.word(c));
+                    previous_end = c.end_byte();
+                    continue;
+                }
+            }
+            previous_end = c.end_byte();
             match c.kind() {
                 "variable_assignment" => assignments.push(self.assignment(c)),
                 "command_name" => name = Some(self.command_name(c)),
@@ -215,7 +264,7 @@ impl<'a> Walker<'a> {
             name,
             args,
             redirects,
-            span: n.byte_range(),
+            span: start..n.end_byte(),
         });
     }
 
@@ -415,16 +464,33 @@ impl<'a> Walker<'a> {
                 let fd = n
                     .child_by_field_name("descriptor")
                     .map(|d| self.text(d).to_string());
-                let op = kids
+                // tree-sitter-bash has no `<>`: it reads it as `<` and `>` with one of them in
+                // an ERROR node. Those two halves are one operator, not a parse error.
+                let src = self.src;
+                let halves =
+                    |k: &Node| k.is_error() && matches!(src.get(k.byte_range()), Some("<" | ">"));
+                let mut op = kids
                     .iter()
-                    .filter(|k| !k.is_named())
+                    .filter(|k| !k.is_named() || halves(k))
                     .map(|k| self.text(*k))
                     .collect::<Vec<_>>()
                     .concat();
+                let read_write = op == "<>" && kids.iter().any(halves);
+                if !read_write {
+                    op = kids
+                        .iter()
+                        .filter(|k| !k.is_named())
+                        .map(|k| self.text(*k))
+                        .collect::<Vec<_>>()
+                        .concat();
+                }
                 let dest = n.child_by_field_name("destination");
                 let target = dest.map(|d| self.word(d));
                 for k in kids.iter().filter(|k| k.is_named()) {
-                    if Some(*k) != dest && k.kind() != "file_descriptor" {
+                    if Some(*k) != dest
+                        && k.kind() != "file_descriptor"
+                        && !(read_write && halves(k))
+                    {
                         self.node(*k);
                     }
                 }
