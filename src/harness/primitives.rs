@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// How much Spear may do without asking the person at the keyboard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum ExecutionMode {
     /// Reads only. Nothing that mutates, runs complex shell or reaches the network.
@@ -58,6 +58,14 @@ impl FromStr for ExecutionMode {
                 given: s.to_string(),
             }),
         }
+    }
+}
+
+/// Config files name modes in any case, like the command line does, with the same error.
+impl<'de> Deserialize<'de> for ExecutionMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -296,6 +304,25 @@ mod tests {
         assert!(err.to_string().contains("\"yolo\""));
         assert!(err.to_string().contains("safe, ask, auto"));
         assert!("".parse::<ExecutionMode>().is_err());
+    }
+
+    #[test]
+    fn modes_deserialise_from_config_in_any_case() {
+        #[derive(Deserialize)]
+        struct Config {
+            mode: ExecutionMode,
+        }
+        let c: Config = toml::from_str("mode = \"Ask\"").unwrap();
+        assert_eq!(c.mode, ExecutionMode::Ask);
+        let err = toml::from_str::<Config>("mode = \"yolo\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("expected one of safe, ask, auto"), "{err}");
+        assert_eq!(
+            serde_json::to_string(&ExecutionMode::Auto).unwrap(),
+            "\"AUTO\""
+        );
     }
 
     #[test]
