@@ -1,5 +1,12 @@
 //! The security and command-execution substrate. Imports nothing from `tools`, `agent` or `tui`.
 //! Decision layer: `primitives`, `shell`, `command_policy` (knows nothing of confinement).
+//! Execution layer: `sandbox`, `netns`, `process`, `resource_control` (never knows why a command
+//! was allowed). `runtime::CommandRunner` is the one place an `ExecutionProfile` crosses over.
 
 pub mod command_policy;
+pub mod netns;
 pub mod primitives;
+pub mod process;
+pub mod resource_control;
+pub mod runtime;
+pub mod sandbox;
