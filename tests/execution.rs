@@ -12,3 +12,6 @@ mod confinement;
 
 #[path = "execution/discipline.rs"]
 mod discipline;
+
+#[path = "execution/limits.rs"]
+mod limits;

@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use crate::harness::process::{OutputSink, SpawnRequest, spawn_held};
-use crate::harness::sandbox::launch::{KILL_GRACE, StatusPipe};
+use crate::harness::sandbox::launch::KILL_GRACE;
 use crate::harness::sandbox::{
     BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec,
 };
@@ -73,23 +73,12 @@ pub async fn run_with_slirp(
         .slirp()
         .map_err(SandboxError::Unavailable)?
         .to_path_buf();
-    let status = StatusPipe::new()?;
-    let (block_read, block_write) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from)?;
     let resolv = resolv_conf_memfd()?;
-    spec.status_fd = status.write.as_raw_fd();
     spec.network = SandboxNetwork::Slirp {
         resolv_conf_fd: resolv.as_raw_fd(),
         resolv_conf_dest: sandbox.layout().resolv_conf_dest.clone(),
-        block_fd: block_read.as_raw_fd(),
     };
-    let mut running = sandbox.spawn(
-        &spec,
-        limits,
-        status.read,
-        vec![status.write, block_read, resolv],
-    )?;
-
+    let mut running = sandbox.start(spec, limits, vec![resolv], timeout).await?;
     let attached = attach(&mut running, &slirp, allow_host_loopback).await;
     let helper = match attached {
         Ok(h) => h,
@@ -103,9 +92,8 @@ pub async fn run_with_slirp(
             )));
         }
     };
-    // Release the command.
-    let _ = rustix::io::write(&block_write, b"1");
-    drop(block_write);
+    // Only now may the command start.
+    running.release();
     let outcome = running.finish(sink, timeout).await;
     if outcome.containment.is_err() {
         sandbox.poison_network();

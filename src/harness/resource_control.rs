@@ -155,7 +155,14 @@ pub fn limit_hit(limits: &ResourceLimits, exit_code: i32, stderr_tail: &str) -> 
     if exit_code == 0 {
         return None;
     }
-    let s = stderr_tail.to_ascii_lowercase();
+    // `fork: Cannot allocate memory` is what a dying PID namespace answers a fork with; it is
+    // not a memory limit.
+    let s: String = stderr_tail
+        .to_ascii_lowercase()
+        .lines()
+        .filter(|l| !l.contains("fork: cannot allocate memory"))
+        .collect::<Vec<_>>()
+        .join("\n");
     if limits.processes.is_some()
         && (s.contains("fork: retry")
             || s.contains("fork: resource temporarily unavailable")
@@ -356,6 +363,7 @@ mod tests {
             Some(LimitHit::Memory)
         );
         assert_eq!(limit_hit(&l, 1, "grep: no match"), None);
+        assert_eq!(limit_hit(&l, 1, "bash: fork: Cannot allocate memory"), None);
         assert_eq!(
             limit_hit(&ResourceLimits::none(), 128 + libc::SIGXCPU, ""),
             None

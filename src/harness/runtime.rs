@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::netns;
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::harness::process::OutputSink;
+use crate::harness::process::{OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
@@ -181,6 +181,7 @@ impl CommandRunner {
             host_read_paths,
             network: SandboxNetwork::Closed,
             status_fd: -1,
+            block_fd: None,
             command,
         })
     }
@@ -210,6 +211,18 @@ impl CommandRunner {
             rlimit_mechanism().map_err(|e| {
                 format!("resource limits are configured but cannot be applied: {e}")
             })?;
+            // The kernel exempts uid 0 from RLIMIT_NPROC; only a per-namespace pid_max binds it.
+            if self.config.resource_limits.processes.is_some()
+                && rustix::process::geteuid().is_root()
+                && !pid_max_is_namespaced()
+            {
+                return Err(
+                    "a process limit is configured, but RLIMIT_NPROC does not bind root \
+                            and this kernel (before Linux 6.14) cannot cap a PID namespace's \
+                            pid_max; run Spear as an ordinary user or on Linux 6.14 or later"
+                        .into(),
+                );
+            }
         }
         if self.config.cgroup_limits.is_active() {
             self.scope.available()?;
@@ -227,9 +240,23 @@ impl CommandRunner {
         Ok(())
     }
 
+    /// The sandbox's `pid_max` for the process limit, where the kernel namespaces it.
+    fn pid_max(&self) -> Option<u32> {
+        let n = self.config.resource_limits.processes?;
+        if !pid_max_is_namespaced() {
+            return None;
+        }
+        Some(
+            u32::try_from(n.saturating_add(1))
+                .unwrap_or(u32::MAX)
+                .max(PID_MAX_MIN),
+        )
+    }
+
     fn launch_limits(&self) -> LaunchLimits {
         LaunchLimits {
             rlimits: self.config.resource_limits.to_rlimits(),
+            pid_max: self.pid_max(),
             cgroup: self
                 .config
                 .cgroup_limits
@@ -312,7 +339,7 @@ impl CommandRunner {
         let r = match netns::run_with_slirp(
             &self.sandbox,
             spec,
-            &LaunchLimits::default(),
+            &self.launch_limits(),
             &mut sink,
             crate::harness::sandbox::PREFLIGHT_LIMIT,
             false,
@@ -339,14 +366,17 @@ impl CommandRunner {
             .err()
             .map(|e| format!(" The sandbox's death could not be confirmed: {e}."));
         let (status, reason, code) = match o.end {
-            End::TimedOut => (
-                ToolStatus::Timeout,
-                Some(format!(
+            End::TimedOut => {
+                let mut why = format!(
                     "the command ran past its {} s time limit; the whole sandbox was killed",
                     timeout.as_secs_f64()
-                )),
-                None,
-            ),
+                );
+                // A runaway that was also held back by a limit says so.
+                if let Some(hit) = limit_hit(&self.config.resource_limits, 1, &stderr) {
+                    why.push_str(&format!(" ({})", hit.describe()));
+                }
+                (ToolStatus::Timeout, Some(why), None)
+            }
             End::Signaled(s) => (
                 ToolStatus::Failed,
                 Some(format!("the sandbox was killed by signal {s}")),

@@ -5,8 +5,10 @@
 //! child) or after its identity is checked through the pidfd (`ForeignProcess::open`).
 
 mod capture;
+mod pidns;
 
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
+pub use pidns::{PID_MAX_MIN, pid_max_is_namespaced, set_pid_max};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -53,6 +55,8 @@ pub struct SpawnRequest<'a> {
 /// Our own child, held by a pidfd.
 pub struct HeldChild {
     pidfd: AsyncFd<OwnedFd>,
+    /// How it ended, once reaped (a reaped child cannot be waited for again).
+    reaped: std::sync::Mutex<Option<Exit>>,
     /// The numeric PID, for diagnostics and for reading `/proc` facts only.
     pid: i32,
     pub stdout: Option<pipe::Receiver>,
@@ -126,6 +130,7 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
     drop(child);
     Ok(HeldChild {
         pidfd: register(pidfd).map_err(ProcessError::Pidfd)?,
+        reaped: std::sync::Mutex::new(None),
         pid,
         stdout: stdout.transpose().map_err(ProcessError::Pidfd)?,
         stderr: stderr.transpose().map_err(ProcessError::Pidfd)?,
@@ -146,6 +151,9 @@ impl HeldChild {
 
     /// Wait for the child to exit and reap it through its pidfd.
     pub async fn wait(&self) -> Result<Exit, ProcessError> {
+        if let Some(exit) = self.reaped_exit() {
+            return Ok(exit);
+        }
         loop {
             let mut guard = self.pidfd.readable().await.map_err(ProcessError::Wait)?;
             let status = waitid(
@@ -155,18 +163,29 @@ impl HeldChild {
             .map_err(|e| ProcessError::Wait(e.into()))?;
             match status {
                 Some(s) => {
-                    if let Some(sig) = s.terminating_signal() {
-                        return Ok(Exit::Signal(sig));
+                    let exit = match s.terminating_signal() {
+                        Some(sig) => Exit::Signal(sig),
+                        None => Exit::Code(s.exit_status().unwrap_or(0)),
+                    };
+                    if let Ok(mut r) = self.reaped.lock() {
+                        *r = Some(exit);
                     }
-                    return Ok(Exit::Code(s.exit_status().unwrap_or(0)));
+                    return Ok(exit);
                 }
                 None => guard.clear_ready(),
             }
         }
     }
 
-    /// SIGKILL through the pidfd.
+    fn reaped_exit(&self) -> Option<Exit> {
+        self.reaped.lock().ok().and_then(|r| *r)
+    }
+
+    /// SIGKILL through the pidfd (nothing once reaped).
     pub fn send_sigkill(&self) -> std::io::Result<()> {
+        if self.reaped_exit().is_some() {
+            return Ok(());
+        }
         sigkill_through(self.pidfd.get_ref())
     }
 

@@ -99,8 +99,8 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     a.one("--chdir", &spec.workspace);
 
     a.one("--json-status-fd", spec.status_fd.to_string());
-    if let SandboxNetwork::Slirp { block_fd, .. } = &spec.network {
-        a.one("--block-fd", block_fd.to_string());
+    if let Some(fd) = spec.block_fd {
+        a.one("--block-fd", fd.to_string());
     }
     a.flag("--clearenv");
     for (k, v) in &spec.env {
@@ -140,6 +140,7 @@ mod tests {
             env: vec![("HOME".into(), "/home/u".into())],
             network: SandboxNetwork::Closed,
             status_fd: 3,
+            block_fd: None,
             command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
         }
     }
@@ -190,8 +191,8 @@ mod tests {
         s.network = SandboxNetwork::Slirp {
             resolv_conf_fd: 5,
             resolv_conf_dest: "/etc/resolv.conf".into(),
-            block_fd: 6,
         };
+        s.block_fd = Some(6);
         let got = build_argv(&s);
         let want = words(&format!(
             "{HEAD} --ro-bind-data 5 /etc/resolv.conf --ro-bind /w /w --chdir /w \

@@ -20,7 +20,7 @@ use crate::harness::process::{
 };
 
 /// How long a killed process gets before the kill is repeated once, then declared unconfirmed.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// How long output may keep flowing after the sandbox is gone (nothing should hold the pipes).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
@@ -59,6 +59,8 @@ impl StatusPipe {
 
 pub struct Running {
     child: HeldChild,
+    /// The write end of bwrap's `--block-fd`: the command starts when a byte arrives.
+    block: Option<OwnedFd>,
     status: pipe::Receiver,
     status_buf: Vec<u8>,
     inner: Option<ForeignProcess>,
@@ -87,10 +89,23 @@ impl Running {
         let status = pipe::Receiver::from_owned_fd(status_read).map_err(ProcessError::Pidfd)?;
         Ok(Running {
             child,
+            block: None,
             status,
             status_buf: Vec::new(),
             inner: None,
         })
+    }
+
+    /// Keep the write end of the block pipe; `release` starts the command.
+    pub fn hold_block(&mut self, block_write: OwnedFd) {
+        self.block = Some(block_write);
+    }
+
+    /// Let the blocked command start.
+    pub fn release(&mut self) {
+        if let Some(fd) = self.block.take() {
+            let _ = rustix::io::write(&fd, b"1");
+        }
     }
 
     /// Read bwrap's first status document and hold the namespace init by a checked pidfd.

@@ -25,7 +25,7 @@ use std::time::Duration;
 use rustix::process::{Resource, Rlimit};
 use thiserror::Error;
 
-use crate::harness::process::{NullSink, OutputSink, ProcessError};
+use crate::harness::process::{NullSink, OutputSink, ProcessError, set_pid_max};
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 use launch::{Running, StatusPipe};
 
@@ -66,10 +66,13 @@ impl HostLayout {
     }
 }
 
-/// The limits a launch applies: rlimits in the child, and optionally a systemd scope around it.
+/// The limits a launch applies: rlimits in the child, a cap on the sandbox's PIDs, and
+/// optionally a systemd scope around it.
 #[derive(Debug, Clone, Default)]
 pub struct LaunchLimits {
     pub rlimits: Vec<(Resource, Rlimit)>,
+    /// `pid_max` of the sandbox's PID namespace, set before the command starts.
+    pub pid_max: Option<u32>,
     pub cgroup: Option<(SystemdScopeRunner, CgroupLimits)>,
 }
 
@@ -197,16 +200,56 @@ impl BubblewrapSandbox {
     /// Launch `spec` on the closed-network path and wait for it.
     pub async fn run(
         &self,
-        mut spec: SandboxSpec,
+        spec: SandboxSpec,
         limits: &LaunchLimits,
         sink: &mut dyn OutputSink,
         timeout: Duration,
     ) -> Result<Outcome, SandboxError> {
-        let status = StatusPipe::new()?;
-        spec.status_fd = status.write.as_raw_fd();
-        let mut running = self.spawn(&spec, limits, status.read, vec![status.write])?;
-        let _ = running.inner(STATUS_LIMIT.min(timeout)).await;
+        let mut running = self.start(spec, limits, Vec::new(), timeout).await?;
+        running.release();
         Ok(running.finish(sink, timeout).await)
+    }
+
+    /// Spawn bwrap blocked before its command, hold its namespace init by a pidfd and apply the
+    /// process cap. The caller finishes the setup and calls `release`. When bwrap ends (or
+    /// hangs) before reporting its init, it is killed and `finish` reports what it said.
+    pub(crate) async fn start(
+        &self,
+        mut spec: SandboxSpec,
+        limits: &LaunchLimits,
+        mut child_fds: Vec<OwnedFd>,
+        timeout: Duration,
+    ) -> Result<Running, SandboxError> {
+        let status = StatusPipe::new()?;
+        let (block_read, block_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(std::io::Error::from)?;
+        spec.status_fd = status.write.as_raw_fd();
+        spec.block_fd = Some(block_read.as_raw_fd());
+        child_fds.push(status.write);
+        child_fds.push(block_read);
+        let mut running = self.spawn(&spec, limits, status.read, child_fds)?;
+        running.hold_block(block_write);
+        let cap = match running.inner(STATUS_LIMIT.min(timeout)).await {
+            None => Err(None),
+            Some(inner) => match limits.pid_max {
+                Some(n) => set_pid_max(inner.fd(), n).map_err(Some),
+                None => Ok(()),
+            },
+        };
+        match cap {
+            Ok(()) => Ok(running),
+            // bwrap ended or hung before its command: nothing ran; finish reports bwrap's words.
+            Err(None) => {
+                let _ = running.kill_all().await;
+                Ok(running)
+            }
+            Err(Some(e)) => {
+                let _ = running.kill_all().await;
+                Err(SandboxError::Unavailable(format!(
+                    "the process limit could not be applied to the sandbox: {e}"
+                )))
+            }
+        }
     }
 
     /// Spawn bwrap for `spec` (its fds already assigned), wrapped in a systemd scope when cgroup

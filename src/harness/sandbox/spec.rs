@@ -54,12 +54,10 @@ pub enum SandboxNetwork {
     /// Its own network namespace with only loopback: no route anywhere.
     Closed,
     /// Its own network namespace that slirp4netns attaches to before the command starts.
-    /// `resolv_conf_fd` is the fd bwrap copies the DNS configuration from; `block_fd` is the fd
-    /// bwrap waits on until the helper is ready.
+    /// `resolv_conf_fd` is the fd bwrap copies the DNS configuration from.
     Slirp {
         resolv_conf_fd: i32,
         resolv_conf_dest: PathBuf,
-        block_fd: i32,
     },
 }
 
@@ -86,6 +84,9 @@ pub struct SandboxSpec {
     pub network: SandboxNetwork,
     /// The fd bwrap reports `child-pid` and `exit-code` on.
     pub status_fd: i32,
+    /// The fd bwrap waits on before starting the command, so Spear can finish setting up the
+    /// namespaces (process cap, network) first.
+    pub block_fd: Option<i32>,
     pub command: Vec<OsString>,
 }
 
