@@ -15,3 +15,9 @@ mod discipline;
 
 #[path = "execution/limits.rs"]
 mod limits;
+
+#[path = "execution/network.rs"]
+mod network;
+
+#[path = "execution/mechanisms.rs"]
+mod mechanisms;

@@ -119,9 +119,10 @@ async fn attach(
     let net: OwnedFd = File::open(format!("/proc/{pid}/ns/net"))
         .map_err(|e| format!("cannot open the sandbox's network namespace: {e}"))?
         .into();
-    let user: OwnedFd = File::open(format!("/proc/{pid}/ns/user"))
-        .map_err(|e| format!("cannot open the sandbox's user namespace: {e}"))?
-        .into();
+    // The owner of the network namespace, asked of the namespace itself: bwrap's init may sit
+    // in a nested user namespace (`--disable-userns`) that has no power over the netns.
+    let user = owner_userns(&net)
+        .map_err(|e| format!("cannot open the owner of the sandbox's network namespace: {e}"))?;
     // The init is blocked on --block-fd, so it was alive when the handles were opened; check
     // through the pidfd that it still is, so the number named it throughout.
     if !inner.is_alive() {
@@ -178,6 +179,19 @@ fn proc_pid_of(p: &crate::harness::process::ForeignProcess) -> Result<i32, Strin
         .and_then(|v| v.trim().parse::<i32>().ok())
         .filter(|p| *p > 0)
         .ok_or_else(|| "the sandbox's namespace init has already exited".to_string())
+}
+
+/// `ioctl(NS_GET_USERNS)`: the user namespace that owns namespace `ns`.
+fn owner_userns(ns: &OwnedFd) -> std::io::Result<OwnedFd> {
+    const NS_GET_USERNS: libc::c_ulong = 0xb701; // _IO(0xb7, 0x1)
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new file descriptor or -1; `ns`
+    // is a valid open namespace fd for the duration of the call.
+    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), NS_GET_USERNS) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd to us and nothing else owns it.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
 }
 
 /// A sealed in-memory file holding the sandbox's resolv.conf, for `--ro-bind-data`.

@@ -330,8 +330,9 @@ impl CommandRunner {
         }
         let mut profile = ExecutionProfile::read_only();
         profile.network = true;
-        let script =
-            "test -e /sys/class/net/tap0 && grep -q '^nameserver 10.0.2.3' /etc/resolv.conf";
+        let script = "grep -q 'tap0:' /proc/net/dev || { echo 'no tap0 interface' >&2; exit 3; }; \
+                      grep -q '^nameserver 10.0.2.3' /etc/resolv.conf \
+                      || { echo 'resolv.conf does not name 10.0.2.3' >&2; exit 3; }";
         let spec = self
             .build_spec(&profile, vec!["/bin/sh".into(), "-c".into(), script.into()])
             .map_err(|e| e.to_string())?;

@@ -129,6 +129,12 @@ impl BubblewrapSandbox {
         self.network_containment_failed.load(Ordering::SeqCst)
     }
 
+    /// Test-only: mark the network as poisoned, as a failed death confirmation would.
+    #[doc(hidden)]
+    pub fn poison_network_for_tests(&self) {
+        self.poison_network();
+    }
+
     pub(crate) fn poison_network(&self) {
         self.network_containment_failed
             .store(true, Ordering::SeqCst);
