@@ -45,6 +45,22 @@ pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), String> {
                             newer"
                     .into());
             }
+            // Unprivileged, slirp4netns opens /dev/net/tun inside the sandbox's namespaces
+            // with no privilege on the host: the device must be open to everyone, as
+            // distributions ship it.
+            if !rustix::process::geteuid().is_root() {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/net/tun")
+                    .map_err(|e| {
+                        format!(
+                            "slirp4netns cannot open /dev/net/tun as this user ({e}); the \
+                             device should be mode 0666 as distributions ship it: \
+                             `chmod 0666 /dev/net/tun` as root"
+                        )
+                    })?;
+            }
             for ns in ["net", "user"] {
                 File::open(format!("/proc/self/ns/{ns}")).map_err(|e| {
                     format!("namespace handles cannot be opened here (/proc/self/ns/{ns}: {e})")
@@ -143,11 +159,17 @@ async fn attach(
     cmd.arg(format!("/proc/self/fd/{}", net.as_raw_fd()))
         .arg("tap0");
     let fds = [net.as_raw_fd(), user.as_raw_fd(), ready_write.as_raw_fd()];
+    // The helper's complaints go to an in-memory file: never a pipe it could block on.
+    let log = File::from(
+        rustix::fs::memfd_create("spear-slirp-log", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| e.to_string())?,
+    );
     let helper = spawn_held(SpawnRequest {
         command: cmd,
         inherit_fds: &fds,
         rlimits: &[],
         capture: false,
+        stderr_file: Some(log.try_clone().map_err(|e| e.to_string())?),
     })
     .map_err(|e| e.to_string())?;
     drop((net, user, ready_write));
@@ -162,9 +184,10 @@ async fn attach(
         Ok(1) => Ok(helper),
         other => {
             let _ = helper.stop(KILL_GRACE).await;
+            let said = read_log(&log);
             Err(match other {
-                Err(e) => e,
-                Ok(_) => "slirp4netns closed its ready fd without configuring".into(),
+                Err(e) => format!("{e}: {said}"),
+                Ok(_) => format!("slirp4netns closed its ready fd without configuring: {said}"),
             })
         }
     }
@@ -179,6 +202,16 @@ fn proc_pid_of(p: &crate::harness::process::ForeignProcess) -> Result<i32, Strin
         .and_then(|v| v.trim().parse::<i32>().ok())
         .filter(|p| *p > 0)
         .ok_or_else(|| "the sandbox's namespace init has already exited".to_string())
+}
+
+/// The first kilobytes of the helper's log.
+fn read_log(log: &File) -> String {
+    use std::io::{Read, Seek};
+    let mut f = log;
+    let mut buf = Vec::new();
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    let _ = f.take(4096).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).trim().replace('\n', "; ")
 }
 
 /// `ioctl(NS_GET_USERNS)`: the user namespace that owns namespace `ns`.

@@ -63,8 +63,10 @@ impl ResourceLimits {
 
     /// The rlimits to set, each clamped to the current hard limit (lowering is always allowed,
     /// raising is not). Core dumps are always disabled. CPU gets a soft limit (SIGXCPU) one
-    /// second before the hard one (SIGKILL).
-    pub fn to_rlimits(&self) -> Vec<(Resource, Rlimit)> {
+    /// second before the hard one (SIGKILL). `nproc` says whether the process limit is an
+    /// rlimit; where the sandbox's PID namespace can be capped instead, it should not be,
+    /// because `RLIMIT_NPROC` counts every process of the user, the sandbox's or not.
+    pub fn to_rlimits(&self, nproc: bool) -> Vec<(Resource, Rlimit)> {
         let mut out = vec![(Resource::Core, fixed(0))];
         let mut add = |r: Resource, v: Option<u64>| {
             if let Some(v) = v {
@@ -73,7 +75,9 @@ impl ResourceLimits {
         };
         add(Resource::Data, self.data_bytes);
         add(Resource::As, self.address_space_bytes);
-        add(Resource::Nproc, self.processes);
+        if nproc {
+            add(Resource::Nproc, self.processes);
+        }
         add(Resource::Fsize, self.file_size_bytes);
         add(Resource::Nofile, self.open_files);
         if let Some(cpu) = self.cpu_seconds {
@@ -333,7 +337,7 @@ mod tests {
             cpu_seconds: Some(5),
             ..ResourceLimits::none()
         }
-        .to_rlimits();
+        .to_rlimits(true);
         assert_eq!(r[0].0, Resource::Core);
         assert_eq!(r[0].1.maximum, Some(0));
         let cpu = &r[1].1;

@@ -255,7 +255,10 @@ impl CommandRunner {
 
     fn launch_limits(&self) -> LaunchLimits {
         LaunchLimits {
-            rlimits: self.config.resource_limits.to_rlimits(),
+            rlimits: self
+                .config
+                .resource_limits
+                .to_rlimits(!pid_max_is_namespaced()),
             pid_max: self.pid_max(),
             cgroup: self
                 .config

@@ -19,7 +19,11 @@ fn sources(dir: &Path, out: &mut Vec<(String, String)>) {
 
 fn all_sources() -> Vec<(String, String)> {
     let mut out = Vec::new();
-    sources(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &mut out);
+    // The unprivileged run reads a copy of the sources (scripts/test-unprivileged).
+    let root = std::env::var_os("SPEAR_SOURCE_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf());
+    sources(&root.join("src"), &mut out);
     assert!(out.len() > 5);
     out
 }

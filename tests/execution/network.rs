@@ -92,7 +92,7 @@ async fn the_network_helper_is_stopped_and_nothing_survives() {
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
     let helpers: Vec<String> = processes_with("slirp4netns")
         .into_iter()
-        .filter(|p| p.contains(&format!("/proc/self/fd/")))
+        .filter(|p| p.contains("/proc/self/fd/"))
         .collect();
     // Other tests may run helpers concurrently; ours is gone once run() returned, so at most
     // those remain. Run a second command and check the count does not grow.

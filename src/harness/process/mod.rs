@@ -50,6 +50,8 @@ pub struct SpawnRequest<'a> {
     pub rlimits: &'a [(Resource, Rlimit)],
     /// Capture stdout and stderr through pipes (otherwise they go to /dev/null).
     pub capture: bool,
+    /// Without capture: where stderr goes (default /dev/null).
+    pub stderr_file: Option<std::fs::File>,
 }
 
 /// Our own child, held by a pidfd.
@@ -78,6 +80,7 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         inherit_fds,
         rlimits,
         capture,
+        stderr_file,
     } = req;
     let program = command.get_program().to_string_lossy().into_owned();
     let fds: Vec<RawFd> = inherit_fds.to_vec();
@@ -86,7 +89,8 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
     if capture {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
     } else {
-        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command.stdout(Stdio::null());
+        command.stderr(stderr_file.map_or_else(Stdio::null, Stdio::from));
     }
     // SAFETY: the closure runs between fork and exec and only makes raw system calls through
     // rustix (no allocation, no locks): it reads the two vectors moved into it, which were

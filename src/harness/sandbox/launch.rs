@@ -84,6 +84,7 @@ impl Running {
             inherit_fds: &raw,
             rlimits,
             capture: true,
+            stderr_file: None,
         })?;
         drop(child_fds);
         let status = pipe::Receiver::from_owned_fd(status_read).map_err(ProcessError::Pidfd)?;
