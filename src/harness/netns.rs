@@ -95,6 +95,8 @@ pub async fn run_with_slirp(
         resolv_conf_dest: sandbox.layout().resolv_conf_dest.clone(),
     };
     let mut running = sandbox.start(spec, limits, vec![resolv], timeout).await?;
+    // Let bwrap set up loopback and its mounts; it then waits on --block-fd for the network.
+    running.open_gate();
     let attached = attach(&mut running, &slirp, allow_host_loopback).await;
     let helper = match attached {
         Ok(h) => h,
@@ -131,15 +133,18 @@ async fn attach(
         .inner(READY_LIMIT)
         .await
         .ok_or("bwrap ended before reporting its namespace")?;
-    let pid = proc_pid_of(inner)?;
+    let pid = inner.pid().map_err(|e| e.to_string())?;
     let net: OwnedFd = File::open(format!("/proc/{pid}/ns/net"))
         .map_err(|e| format!("cannot open the sandbox's network namespace: {e}"))?
         .into();
+    // slirp4netns must not configure the namespace while bwrap still does (bwrap's loopback
+    // setup fails when the two race): wait until bwrap's loopback is up.
+    wait_for_loopback(inner, pid).await?;
     // The owner of the network namespace, asked of the namespace itself: bwrap's init may sit
     // in a nested user namespace (`--disable-userns`) that has no power over the netns.
     let user = owner_userns(&net)
         .map_err(|e| format!("cannot open the owner of the sandbox's network namespace: {e}"))?;
-    // The init is blocked on --block-fd, so it was alive when the handles were opened; check
+    // The init is blocked on --userns-block-fd, so it was alive when the handles were opened; check
     // through the pidfd that it still is, so the number named it throughout.
     if !inner.is_alive() {
         return Err("the sandbox's namespace init died while its namespaces were pinned".into());
@@ -193,15 +198,26 @@ async fn attach(
     }
 }
 
-/// The numeric PID behind a held pidfd (from its fdinfo), for naming `/proc` entries only.
-fn proc_pid_of(p: &crate::harness::process::ForeignProcess) -> Result<i32, String> {
-    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", p.raw_fd()))
-        .map_err(|e| e.to_string())?;
-    info.lines()
-        .find_map(|l| l.strip_prefix("Pid:"))
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .filter(|p| *p > 0)
-        .ok_or_else(|| "the sandbox's namespace init has already exited".to_string())
+/// Wait until the sandbox's loopback has its address (bwrap configures it after the user
+/// namespace gate opens, before its mounts), or the sandbox dies.
+async fn wait_for_loopback(
+    inner: &crate::harness::process::ForeignProcess,
+    pid: i32,
+) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + READY_LIMIT;
+    let path = format!("/proc/{pid}/net/fib_trie");
+    loop {
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.contains("127.0.0.1")) {
+            return Ok(());
+        }
+        if !inner.is_alive() {
+            return Err("the sandbox died during its setup".into());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("the sandbox's loopback never came up".into());
+        }
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
 }
 
 /// The first kilobytes of the helper's log.

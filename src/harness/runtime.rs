@@ -180,7 +180,8 @@ impl CommandRunner {
             protections,
             host_read_paths,
             network: SandboxNetwork::Closed,
-            status_fd: -1,
+            info_fd: -1,
+            userns_block_fd: -1,
             block_fd: None,
             command,
         })

@@ -241,3 +241,17 @@ async fn the_closed_network_cannot_reach_a_host_loopback_server() {
         "the host server saw a connection"
     );
 }
+
+#[tokio::test]
+async fn no_nested_user_namespace_and_no_capabilities() {
+    let (_d, ws) = workspace();
+    let r = runner(&ws);
+    let res = run(
+        &r,
+        writable(),
+        "unshare -U true 2>/dev/null && echo NESTED; grep CapEff /proc/self/status",
+    )
+    .await;
+    assert!(!res.stdout.contains("NESTED"), "{res:?}");
+    assert!(res.stdout.contains("CapEff:\t0000000000000000"), "{res:?}");
+}

@@ -8,7 +8,7 @@ mod capture;
 mod pidns;
 
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
-pub use pidns::{PID_MAX_MIN, pid_max_is_namespaced, set_pid_max};
+pub use pidns::{PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -244,6 +244,17 @@ impl ForeignProcess {
     pub async fn exited(&self) -> std::io::Result<()> {
         let _guard = self.pidfd.readable().await?;
         Ok(())
+    }
+
+    /// The numeric PID behind the pidfd (from its fdinfo), for naming `/proc` entries only;
+    /// an error once the process has exited.
+    pub fn pid(&self) -> std::io::Result<i32> {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.raw_fd()))?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("Pid:"))
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| std::io::Error::other("the process has already exited"))
     }
 
     /// Whether the process has not exited yet (its pidfd does not poll readable).

@@ -1,8 +1,10 @@
-//! A per-sandbox process cap: `kernel.pid_max` of the sandbox's own PID namespace (Linux 6.14 and
-//! later namespace it). Unlike `RLIMIT_NPROC` it counts only the sandbox's processes, and it
-//! binds root too (the kernel exempts uid 0 from `RLIMIT_NPROC`). Invariant: the write happens
-//! only on a kernel that namespaces `pid_max`, from a process whose active PID namespace is the
-//! sandbox's, and the host's value is checked unchanged afterwards.
+//! Settings written from inside a sandbox's namespaces before its command starts: the process
+//! cap (`kernel.pid_max` of the sandbox's own PID namespace, namespaced since Linux 6.14; unlike
+//! `RLIMIT_NPROC` it counts only the sandbox's processes and binds root too) and
+//! `user.max_user_namespaces = 0` (no nested user namespaces: what bwrap's `--disable-userns`
+//! does, which cannot be combined with `--userns-block-fd`). Invariant: `pid_max` is written only
+//! on a kernel that namespaces it, from a process whose active PID namespace is the sandbox's,
+//! and the host's value is checked unchanged afterwards.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
@@ -27,19 +29,21 @@ fn host_pid_max() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/pid_max").ok()
 }
 
-/// Set `pid_max` in the PID namespace of the process behind `pidfd` (a namespace init that is
-/// blocked before its command runs). A forked child joins the namespace's user and PID
-/// namespaces through the pidfd; its own child, which lives in that PID namespace, writes the
-/// value.
-pub fn set_pid_max(pidfd: BorrowedFd<'_>, value: u32) -> std::io::Result<()> {
-    if !pid_max_is_namespaced() {
+/// Configure the namespaces of the process behind `pidfd` (a namespace init that is blocked
+/// before its setup): forbid nested user namespaces and, when `pid_max` is given, cap its PID
+/// namespace. A forked child joins the user and PID namespaces through the pidfd; its own
+/// child, which lives in that PID namespace, writes the values.
+pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std::io::Result<()> {
+    if pid_max.is_some() && !pid_max_is_namespaced() {
         return Err(std::io::Error::other(
             "this kernel does not keep pid_max per PID namespace (needs Linux 6.14 or later)",
         ));
     }
     let before = host_pid_max();
-    let text = format!("{}\n", value.max(PID_MAX_MIN));
-    let path = c"/proc/sys/kernel/pid_max";
+    let pid_max_text = pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)));
+    let pid_max_path = c"/proc/sys/kernel/pid_max";
+    let userns_path = c"/proc/sys/user/max_user_namespaces";
+    let zero = b"0\n";
     let raw = pidfd.as_raw_fd();
     // SAFETY: between fork and _exit the child makes only async-signal-safe system calls
     // (setns, fork, open, write, wait, _exit) on data prepared before the fork; it never
@@ -56,12 +60,21 @@ pub fn set_pid_max(pidfd: BorrowedFd<'_>, value: u32) -> std::io::Result<()> {
             }
             let writer = libc::fork();
             if writer == 0 {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    libc::_exit(11);
+                let fd = libc::open(userns_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0
+                    || libc::write(fd, zero.as_ptr().cast(), zero.len()) != zero.len() as isize
+                {
+                    libc::_exit(16);
                 }
-                let n = libc::write(fd, text.as_ptr().cast(), text.len());
-                libc::_exit(if n == text.len() as isize { 0 } else { 12 });
+                if let Some(text) = &pid_max_text {
+                    let fd = libc::open(pid_max_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                    if fd < 0 {
+                        libc::_exit(11);
+                    }
+                    let n = libc::write(fd, text.as_ptr().cast(), text.len());
+                    libc::_exit(if n == text.len() as isize { 0 } else { 12 });
+                }
+                libc::_exit(0);
             }
             if writer < 0 {
                 libc::_exit(13);
@@ -92,8 +105,8 @@ pub fn set_pid_max(pidfd: BorrowedFd<'_>, value: u32) -> std::io::Result<()> {
     match status {
         Some(0) => Ok(()),
         Some(code) => Err(std::io::Error::other(format!(
-            "setting the sandbox's pid_max failed (step {code})"
+            "configuring the sandbox's namespaces failed (step {code})"
         ))),
-        None => Err(std::io::Error::other("the pid_max helper was killed")),
+        None => Err(std::io::Error::other("the namespace helper was killed")),
     }
 }

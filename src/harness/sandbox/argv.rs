@@ -35,7 +35,6 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     for ns in ["user", "ipc", "pid", "net", "uts", "cgroup"] {
         a.flag(&format!("--unshare-{ns}"));
     }
-    a.flag("--disable-userns");
     a.flag("--die-with-parent");
     a.flag("--new-session");
     a.one("--cap-drop", "ALL");
@@ -98,7 +97,8 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     }
     a.one("--chdir", &spec.workspace);
 
-    a.one("--json-status-fd", spec.status_fd.to_string());
+    a.one("--info-fd", spec.info_fd.to_string());
+    a.one("--userns-block-fd", spec.userns_block_fd.to_string());
     if let Some(fd) = spec.block_fd {
         a.one("--block-fd", fd.to_string());
     }
@@ -139,7 +139,8 @@ mod tests {
             host_read_paths: vec![],
             env: vec![("HOME".into(), "/home/u".into())],
             network: SandboxNetwork::Closed,
-            status_fd: 3,
+            info_fd: 3,
+            userns_block_fd: 4,
             block_fd: None,
             command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
         }
@@ -150,7 +151,7 @@ mod tests {
     }
 
     const HEAD: &str = "--unshare-user --unshare-ipc --unshare-pid --unshare-net --unshare-uts \
-        --unshare-cgroup --disable-userns --die-with-parent --new-session --cap-drop ALL \
+        --unshare-cgroup --die-with-parent --new-session --cap-drop ALL \
         --hostname spear-sandbox \
         --ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc \
         --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssh --remount-ro /etc/ssh \
@@ -161,7 +162,7 @@ mod tests {
     fn read_only_workspace() {
         let got = build_argv(&spec());
         let want = words(&format!(
-            "{HEAD} --ro-bind /w /w --chdir /w --json-status-fd 3 {TAIL}"
+            "{HEAD} --ro-bind /w /w --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
     }
@@ -180,7 +181,7 @@ mod tests {
         let want = words(&format!(
             "{HEAD} --bind /w /w --bind /w/.git /w/.git \
              --ro-bind /w/.git/config /w/.git/config --ro-bind /dev/null /w/.git/hooks \
-             --ro-bind /opt/tool /opt/tool --chdir /w --json-status-fd 3 {TAIL}"
+             --ro-bind /opt/tool /opt/tool --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
     }
@@ -193,10 +194,11 @@ mod tests {
             resolv_conf_dest: "/etc/resolv.conf".into(),
         };
         s.block_fd = Some(6);
+
         let got = build_argv(&s);
         let want = words(&format!(
             "{HEAD} --ro-bind-data 5 /etc/resolv.conf --ro-bind /w /w --chdir /w \
-             --json-status-fd 3 --block-fd 6 {TAIL}"
+             --info-fd 3 --userns-block-fd 4 --block-fd 6 {TAIL}"
         ));
         assert_eq!(got, want);
     }

@@ -1,5 +1,5 @@
 //! One bwrap process from spawn to reaped: the outer bwrap is our pidfd-held child, the
-//! namespace init it reports on `--json-status-fd` is held by a checked pidfd, output is pumped
+//! namespace init it reports on `--info-fd` is held by a checked pidfd, output is pumped
 //! with bounds, and a timeout kills the whole PID namespace. Invariant: `finish` returns only
 //! after the outer process is reaped and, when it was killed, the namespace's death confirmed
 //! (or `containment` says it could not be).
@@ -59,8 +59,9 @@ impl StatusPipe {
 
 pub struct Running {
     child: HeldChild,
-    /// The write end of bwrap's `--block-fd`: the command starts when a byte arrives.
-    block: Option<OwnedFd>,
+    /// The write ends of bwrap's gates, in the order they open: `--userns-block-fd` (setup
+    /// continues) and, on the network path, `--block-fd` (the command starts).
+    gates: Vec<OwnedFd>,
     status: pipe::Receiver,
     status_buf: Vec<u8>,
     inner: Option<ForeignProcess>,
@@ -90,22 +91,30 @@ impl Running {
         let status = pipe::Receiver::from_owned_fd(status_read).map_err(ProcessError::Pidfd)?;
         Ok(Running {
             child,
-            block: None,
+            gates: Vec::new(),
             status,
             status_buf: Vec::new(),
             inner: None,
         })
     }
 
-    /// Keep the write end of the block pipe; `release` starts the command.
-    pub fn hold_block(&mut self, block_write: OwnedFd) {
-        self.block = Some(block_write);
+    /// Keep the write end of a gate; `open_gate` opens them in order.
+    pub fn hold_gate(&mut self, gate_write: OwnedFd) {
+        self.gates.push(gate_write);
     }
 
-    /// Let the blocked command start.
-    pub fn release(&mut self) {
-        if let Some(fd) = self.block.take() {
+    /// Open the next gate bwrap waits on.
+    pub fn open_gate(&mut self) {
+        if !self.gates.is_empty() {
+            let fd = self.gates.remove(0);
             let _ = rustix::io::write(&fd, b"1");
+        }
+    }
+
+    /// Open every remaining gate: the command starts.
+    pub fn release(&mut self) {
+        while !self.gates.is_empty() {
+            self.open_gate();
         }
     }
 

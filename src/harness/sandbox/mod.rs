@@ -25,7 +25,9 @@ use std::time::Duration;
 use rustix::process::{Resource, Rlimit};
 use thiserror::Error;
 
-use crate::harness::process::{NullSink, OutputSink, ProcessError, set_pid_max};
+use crate::harness::process::{
+    ForeignProcess, NullSink, OutputSink, ProcessError, configure_namespaces,
+};
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 use launch::{Running, StatusPipe};
 
@@ -216,8 +218,9 @@ impl BubblewrapSandbox {
         Ok(running.finish(sink, timeout).await)
     }
 
-    /// Spawn bwrap blocked before its command, hold its namespace init by a pidfd and apply the
-    /// process cap. The caller finishes the setup and calls `release`. When bwrap ends (or
+    /// Spawn bwrap blocked right after it created the namespaces, hold its namespace init by a
+    /// checked pidfd, write the id maps, forbid nested user namespaces and apply the process
+    /// cap. The caller finishes the setup (network) and calls `release`. When bwrap ends (or
     /// hangs) before reporting its init, it is killed and `finish` reports what it said.
     pub(crate) async fn start(
         &self,
@@ -226,23 +229,30 @@ impl BubblewrapSandbox {
         mut child_fds: Vec<OwnedFd>,
         timeout: Duration,
     ) -> Result<Running, SandboxError> {
-        let status = StatusPipe::new()?;
-        let (block_read, block_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-            .map_err(std::io::Error::from)?;
-        spec.status_fd = status.write.as_raw_fd();
-        spec.block_fd = Some(block_read.as_raw_fd());
-        child_fds.push(status.write);
-        child_fds.push(block_read);
-        let mut running = self.spawn(&spec, limits, status.read, child_fds)?;
-        running.hold_block(block_write);
-        let cap = match running.inner(STATUS_LIMIT.min(timeout)).await {
+        let info = StatusPipe::new()?;
+        let gate = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        let (userns_read, userns_write) = gate().map_err(std::io::Error::from)?;
+        spec.info_fd = info.write.as_raw_fd();
+        spec.userns_block_fd = userns_read.as_raw_fd();
+        child_fds.push(info.write);
+        child_fds.push(userns_read);
+        let mut second_gate = None;
+        if matches!(spec.network, SandboxNetwork::Slirp { .. }) {
+            let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
+            spec.block_fd = Some(block_read.as_raw_fd());
+            child_fds.push(block_read);
+            second_gate = Some(block_write);
+        }
+        let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
+        running.hold_gate(userns_write);
+        if let Some(g) = second_gate {
+            running.hold_gate(g);
+        }
+        let setup = match running.inner(STATUS_LIMIT.min(timeout)).await {
             None => Err(None),
-            Some(inner) => match limits.pid_max {
-                Some(n) => set_pid_max(inner.fd(), n).map_err(Some),
-                None => Ok(()),
-            },
+            Some(inner) => prepare_namespaces(inner, limits.pid_max).map_err(Some),
         };
-        match cap {
+        match setup {
             Ok(()) => Ok(running),
             // bwrap ended or hung before its command: nothing ran; finish reports bwrap's words.
             Err(None) => {
@@ -252,7 +262,7 @@ impl BubblewrapSandbox {
             Err(Some(e)) => {
                 let _ = running.kill_all().await;
                 Err(SandboxError::Unavailable(format!(
-                    "the process limit could not be applied to the sandbox: {e}"
+                    "the sandbox's namespaces could not be prepared: {e}"
                 )))
             }
         }
@@ -289,4 +299,24 @@ impl BubblewrapSandbox {
             &limits.rlimits,
         )?)
     }
+}
+
+/// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
+/// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied), then the settings
+/// only a process inside the namespaces can write. The pidfd is checked alive afterwards, so
+/// the numeric `/proc` paths named the held process throughout.
+fn prepare_namespaces(inner: &ForeignProcess, pid_max: Option<u32>) -> std::io::Result<()> {
+    let pid = inner.pid()?;
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
+    std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1\n"))?;
+    std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1\n"))?;
+    configure_namespaces(inner.fd(), pid_max)?;
+    if !inner.is_alive() {
+        return Err(std::io::Error::other(
+            "the sandbox's namespace init died while it was being prepared",
+        ));
+    }
+    Ok(())
 }

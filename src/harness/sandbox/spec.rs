@@ -82,10 +82,13 @@ pub struct SandboxSpec {
     /// The complete environment of the command.
     pub env: Vec<(String, String)>,
     pub network: SandboxNetwork,
-    /// The fd bwrap reports `child-pid` and `exit-code` on.
-    pub status_fd: i32,
-    /// The fd bwrap waits on before starting the command, so Spear can finish setting up the
-    /// namespaces (process cap, network) first.
+    /// The fd bwrap reports `child-pid` and the PID namespace on (`--info-fd`).
+    pub info_fd: i32,
+    /// The fd bwrap waits on right after creating the namespaces, before any setup
+    /// (`--userns-block-fd`): Spear writes the id maps, the process cap and the network first.
+    pub userns_block_fd: i32,
+    /// The fd bwrap waits on after its setup, before the command (`--block-fd`): the network
+    /// path attaches slirp4netns there, once bwrap is done configuring loopback.
     pub block_fd: Option<i32>,
     pub command: Vec<OsString>,
 }
