@@ -27,12 +27,18 @@ struct Cli {
 enum Command {
     /// Classify bash commands: READ_ONLY, WORKSPACE_MUTATING, SHELL_COMPLEX or DANGEROUS.
     Classify(cli::classify::ClassifyArgs),
+    /// Run one command through the whole harness: classify, authorize, run confined.
+    Exec(cli::exec::ExecArgs),
+    /// Report which confinement mechanisms work here, and how to fix those that do not.
+    Doctor(cli::doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Some(Command::Classify(args)) => cli::classify::run(args),
+        Some(Command::Exec(args)) => cli::exec::run(args),
+        Some(Command::Doctor(args)) => cli::doctor::run(args),
         None => cli::no_subcommand(),
     };
     match outcome {

@@ -21,3 +21,6 @@ mod network;
 
 #[path = "execution/mechanisms.rs"]
 mod mechanisms;
+
+#[path = "execution/cli.rs"]
+mod cli;

@@ -1,6 +1,8 @@
 //! One module per subcommand. Each returns the process exit code; errors get context here.
 
 pub mod classify;
+pub mod doctor;
+pub mod exec;
 
 use std::process::ExitCode;
 

@@ -327,7 +327,7 @@ impl CommandRunner {
     }
 
     /// The network preflight: the full slirp path once per (sandbox, workspace).
-    async fn ensure_network(&self) -> Result<(), String> {
+    pub async fn ensure_network(&self) -> Result<(), String> {
         let mut cache = self.sandbox.net_preflight.lock().await;
         if let Some(r) = cache.get(&self.workspace) {
             return r.clone();
