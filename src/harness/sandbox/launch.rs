@@ -42,6 +42,8 @@ pub struct Outcome {
     pub stderr: BoundedCapture,
     /// `Err` when a kill was sent and the death of the sandbox could not be confirmed.
     pub containment: Result<(), ProcessError>,
+    /// From spawning bwrap to releasing the command (namespaces prepared, network attached).
+    pub setup_time: Option<Duration>,
 }
 
 /// A status pipe: bwrap writes JSON documents to `write` (inherited), we read `read`.
@@ -62,6 +64,8 @@ pub struct Running {
     /// The write ends of bwrap's gates, in the order they open: `--userns-block-fd` (setup
     /// continues) and, on the network path, `--block-fd` (the command starts).
     gates: Vec<OwnedFd>,
+    spawned: std::time::Instant,
+    released: Option<std::time::Instant>,
     status: pipe::Receiver,
     status_buf: Vec<u8>,
     inner: Option<ForeignProcess>,
@@ -92,6 +96,8 @@ impl Running {
         Ok(Running {
             child,
             gates: Vec::new(),
+            spawned: std::time::Instant::now(),
+            released: None,
             status,
             status_buf: Vec::new(),
             inner: None,
@@ -116,6 +122,7 @@ impl Running {
         while !self.gates.is_empty() {
             self.open_gate();
         }
+        self.released.get_or_insert_with(std::time::Instant::now);
     }
 
     /// Read bwrap's first status document and hold the namespace init by a checked pidfd.
@@ -226,6 +233,7 @@ impl Running {
             stdout: out,
             stderr: err,
             containment,
+            setup_time: self.released.map(|r| r.duration_since(self.spawned)),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod env;
 pub(crate) mod launch;
 pub mod placeholders;
 pub mod preflight;
+mod preflight_cache;
 pub mod spec;
 
 pub use argv::build_argv;
@@ -151,7 +152,20 @@ impl BubblewrapSandbox {
         {
             return r.clone();
         }
+        // Another Spear process may already have seen this exact sandbox work.
+        let entry = self.bwrap.as_deref().and_then(|b| {
+            let mut probe = spec.clone();
+            probe.command = Vec::new();
+            preflight_cache::entry(b, &build_argv(&probe))
+        });
+        if entry.as_deref().is_some_and(preflight_cache::is_fresh) {
+            *cached = Some(Ok(()));
+            return Ok(());
+        }
         let result = self.preflight_once(spec).await;
+        if let (Ok(()), Some(e)) = (&result, &entry) {
+            preflight_cache::record(e);
+        }
         *cached = Some(result.clone());
         result
     }
