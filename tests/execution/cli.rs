@@ -4,9 +4,16 @@ use assert_cmd::Command;
 
 use crate::support::{require_bwrap, workspace};
 
+/// The spear binary: Cargo's, or a copy named by `SPEAR_BIN` (scripts/test-unprivileged).
+fn spear_bin() -> std::path::PathBuf {
+    std::env::var_os("SPEAR_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_spear").into())
+}
+
 fn spear(dir: &std::path::Path) -> Command {
     require_bwrap();
-    let mut c = Command::cargo_bin("spear").unwrap();
+    let mut c = Command::new(spear_bin());
     c.current_dir(dir);
     c
 }
@@ -39,7 +46,7 @@ fn exec_exit_codes_follow_the_design() {
         .assert()
         .code(127);
     // ASK without a terminal (setsid: no controlling tty): cancelled, never a silent yes.
-    let bin = assert_cmd::cargo::cargo_bin("spear");
+    let bin = spear_bin();
     let status = std::process::Command::new("setsid")
         .arg("-w")
         .arg(bin)
