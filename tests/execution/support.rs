@@ -123,3 +123,16 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     }
     out
 }
+
+/// The result is `failed` and its reason says `needle`.
+pub fn assert_failed_saying(res: &ToolResult, needle: &str) {
+    assert_eq!(
+        res.status,
+        spear::harness::primitives::ToolStatus::Failed,
+        "{res:?}"
+    );
+    assert!(
+        res.reason.as_deref().unwrap_or("").contains(needle),
+        "expected {needle:?}: {res:?}"
+    );
+}
