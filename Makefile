@@ -1,5 +1,7 @@
 # Two entry points: `make run` and `make test`. Both first make sure the sandbox mechanisms
 # (bubblewrap, slirp4netns) are installed, through apt-get, as root or through sudo.
+# `make test` run as root also runs the live execution suite as an unprivileged user
+# (scripts/test-unprivileged creates `spear-test` when missing).
 
 CARGO ?= cargo
 SYSTEM_PACKAGES := bubblewrap slirp4netns
@@ -13,6 +15,7 @@ run: deps
 
 test: deps
 	$(CARGO) test --all-targets --no-fail-fast
+	CARGO="$(CARGO)" scripts/test-unprivileged
 
 build:
 	$(CARGO) build --release

@@ -29,6 +29,10 @@ enum Command {
     Classify(cli::classify::ClassifyArgs),
     /// Read, follow or verify the workspace's audit log.
     Audit(cli::audit::AuditArgs),
+    /// Run one command through the whole harness: classify, authorize, run confined.
+    Exec(cli::exec::ExecArgs),
+    /// Report which confinement mechanisms work here, and how to fix those that do not.
+    Doctor(cli::doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Some(Command::Classify(args)) => cli::classify::run(args),
         Some(Command::Audit(args)) => cli::audit::run(args),
+        Some(Command::Exec(args)) => cli::exec::run(args),
+        Some(Command::Doctor(args)) => cli::doctor::run(args),
         None => cli::no_subcommand(),
     };
     match outcome {

@@ -2,6 +2,8 @@
 
 pub mod audit;
 pub mod classify;
+pub mod doctor;
+pub mod exec;
 
 use std::process::ExitCode;
 

@@ -1,10 +1,17 @@
 //! The security and command-execution substrate. Imports nothing from `tools`, `agent` or `tui`.
 //! Decision layer: `primitives`, `shell`, `command_policy` (knows nothing of confinement).
 //! Boundary layer: `workspace`, `target_policy`, `audit` (where a call may reach, what it left).
+//! Execution layer: `sandbox`, `netns`, `process`, `resource_control` (never knows why a command
+//! was allowed). `runtime::CommandRunner` is the one place an `ExecutionProfile` crosses over.
 
 pub mod audit;
 pub mod command_policy;
+pub mod netns;
 pub mod primitives;
+pub mod process;
+pub mod resource_control;
+pub mod runtime;
+pub mod sandbox;
 pub mod shell;
 pub mod target_policy;
 pub mod workspace;

@@ -1,0 +1,253 @@
+//! The network path. The sandbox starts in its own network namespace and blocks (`--block-fd`)
+//! until Spear has held its namespace init by a pidfd, opened its `ns/net` and owner `ns/user`
+//! handles, started slirp4netns against those pinned handles (never a numeric PID) with
+//! `--configure --disable-host-loopback --ready-fd`, and seen the helper ready; only then does
+//! the command start, with `/etc/resolv.conf` naming slirp's DNS. Invariant: if a sandbox on this
+//! path was told to die and its death could not be confirmed through its pidfd, the sandbox
+//! instance refuses every later network request (`network_containment_failed`).
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+
+use crate::harness::process::{OutputSink, SpawnRequest, spawn_held};
+use crate::harness::sandbox::launch::KILL_GRACE;
+use crate::harness::sandbox::{
+    BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec,
+};
+
+/// slirp's DNS forwarder inside the sandbox network.
+pub const SLIRP_DNS: &str = "10.0.2.3";
+/// How long slirp4netns may take to configure the interface.
+const READY_LIMIT: Duration = Duration::from_secs(10);
+
+/// Whether the network path can work here: the helper exists and supports pinned namespaces.
+pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), String> {
+    let slirp = sandbox.slirp()?;
+    static PINNED: OnceLock<Result<(), String>> = OnceLock::new();
+    PINNED
+        .get_or_init(|| {
+            let help = Command::new(slirp)
+                .arg("--help")
+                .env_clear()
+                .output()
+                .map_err(|e| format!("slirp4netns cannot be run: {e}"))?;
+            let text = String::from_utf8_lossy(&help.stdout);
+            if !text.contains("--netns-type") || !text.contains("--userns-path") {
+                return Err("this slirp4netns cannot attach to a pinned namespace (no \
+                            --netns-type=path / --userns-path); install slirp4netns 0.4 or \
+                            newer"
+                    .into());
+            }
+            // Unprivileged, slirp4netns opens /dev/net/tun inside the sandbox's namespaces
+            // with no privilege on the host: the device must be open to everyone, as
+            // distributions ship it.
+            if !rustix::process::geteuid().is_root() {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/net/tun")
+                    .map_err(|e| {
+                        format!(
+                            "slirp4netns cannot open /dev/net/tun as this user ({e}); the \
+                             device should be mode 0666 as distributions ship it: \
+                             `chmod 0666 /dev/net/tun` as root"
+                        )
+                    })?;
+            }
+            for ns in ["net", "user"] {
+                File::open(format!("/proc/self/ns/{ns}")).map_err(|e| {
+                    format!("namespace handles cannot be opened here (/proc/self/ns/{ns}: {e})")
+                })?;
+            }
+            Ok(())
+        })
+        .clone()
+}
+
+/// Run `spec` with slirp networking attached before the command starts.
+pub async fn run_with_slirp(
+    sandbox: &BubblewrapSandbox,
+    mut spec: SandboxSpec,
+    limits: &LaunchLimits,
+    sink: &mut dyn OutputSink,
+    timeout: Duration,
+    allow_host_loopback: bool,
+) -> Result<Outcome, SandboxError> {
+    if sandbox.network_containment_failed() {
+        return Err(SandboxError::Unavailable(
+            "network is refused: an earlier network sandbox could not be confirmed dead".into(),
+        ));
+    }
+    let slirp = sandbox
+        .slirp()
+        .map_err(SandboxError::Unavailable)?
+        .to_path_buf();
+    let resolv = resolv_conf_memfd()?;
+    spec.network = SandboxNetwork::Slirp {
+        resolv_conf_fd: resolv.as_raw_fd(),
+        resolv_conf_dest: sandbox.layout().resolv_conf_dest.clone(),
+    };
+    let mut running = sandbox.start(spec, limits, vec![resolv], timeout).await?;
+    // Let bwrap set up loopback and its mounts; it then waits on --block-fd for the network.
+    running.open_gate();
+    let attached = attach(&mut running, &slirp, allow_host_loopback).await;
+    let helper = match attached {
+        Ok(h) => h,
+        Err(why) => {
+            // Nothing ran yet; take the blocked sandbox down and report the setup failure.
+            if running.kill_all().await.is_err() {
+                sandbox.poison_network();
+            }
+            return Err(SandboxError::Unavailable(format!(
+                "the network path could not be set up: {why}"
+            )));
+        }
+    };
+    // Only now may the command start.
+    running.release();
+    let outcome = running.finish(sink, timeout).await;
+    if outcome.containment.is_err() {
+        sandbox.poison_network();
+    }
+    // The helper is ours: stop it and reap it through its pidfd.
+    if helper.stop(KILL_GRACE).await.is_err() {
+        sandbox.poison_network();
+    }
+    Ok(outcome)
+}
+
+/// Pin the sandbox's namespaces and start slirp4netns on them; returns the helper once ready.
+async fn attach(
+    running: &mut crate::harness::sandbox::launch::Running,
+    slirp: &std::path::Path,
+    allow_host_loopback: bool,
+) -> Result<crate::harness::process::HeldChild, String> {
+    let inner = running
+        .inner(READY_LIMIT)
+        .await
+        .ok_or("bwrap ended before reporting its namespace")?;
+    let pid = inner.pid().map_err(|e| e.to_string())?;
+    let net: OwnedFd = File::open(format!("/proc/{pid}/ns/net"))
+        .map_err(|e| format!("cannot open the sandbox's network namespace: {e}"))?
+        .into();
+    // slirp4netns must not configure the namespace while bwrap still does (bwrap's loopback
+    // setup fails when the two race): wait until bwrap's loopback is up.
+    wait_for_loopback(inner, pid).await?;
+    // The owner of the network namespace, asked of the namespace itself: bwrap's init may sit
+    // in a nested user namespace (`--disable-userns`) that has no power over the netns.
+    let user = owner_userns(&net)
+        .map_err(|e| format!("cannot open the owner of the sandbox's network namespace: {e}"))?;
+    // The init is blocked on --userns-block-fd, so it was alive when the handles were opened; check
+    // through the pidfd that it still is, so the number named it throughout.
+    if !inner.is_alive() {
+        return Err("the sandbox's namespace init died while its namespaces were pinned".into());
+    }
+    let (ready_read, ready_write) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(slirp);
+    cmd.env_clear()
+        .arg("--configure")
+        .arg("--mtu=65520")
+        .arg("--netns-type=path")
+        .arg(format!("--userns-path=/proc/self/fd/{}", user.as_raw_fd()))
+        .arg(format!("--ready-fd={}", ready_write.as_raw_fd()));
+    if !allow_host_loopback {
+        cmd.arg("--disable-host-loopback");
+    }
+    cmd.arg(format!("/proc/self/fd/{}", net.as_raw_fd()))
+        .arg("tap0");
+    let fds = [net.as_raw_fd(), user.as_raw_fd(), ready_write.as_raw_fd()];
+    // The helper's complaints go to an in-memory file: never a pipe it could block on.
+    let log = File::from(
+        rustix::fs::memfd_create("spear-slirp-log", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| e.to_string())?,
+    );
+    let helper = spawn_held(SpawnRequest {
+        command: cmd,
+        inherit_fds: &fds,
+        rlimits: &[],
+        capture: false,
+        stderr_file: Some(log.try_clone().map_err(|e| e.to_string())?),
+    })
+    .map_err(|e| e.to_string())?;
+    drop((net, user, ready_write));
+    let mut ready = pipe::Receiver::from_owned_fd(ready_read).map_err(|e| e.to_string())?;
+    let mut byte = [0u8; 1];
+    let waited = tokio::select! {
+        r = ready.read(&mut byte) => r.map_err(|e| e.to_string()),
+        r = helper.wait() => Err(format!("slirp4netns exited early ({r:?})")),
+        _ = tokio::time::sleep(READY_LIMIT) => Err("slirp4netns did not become ready".into()),
+    };
+    match waited {
+        Ok(1) => Ok(helper),
+        other => {
+            let _ = helper.stop(KILL_GRACE).await;
+            let said = read_log(&log);
+            Err(match other {
+                Err(e) => format!("{e}: {said}"),
+                Ok(_) => format!("slirp4netns closed its ready fd without configuring: {said}"),
+            })
+        }
+    }
+}
+
+/// Wait until the sandbox's loopback has its address (bwrap configures it after the user
+/// namespace gate opens, before its mounts), or the sandbox dies.
+async fn wait_for_loopback(
+    inner: &crate::harness::process::ForeignProcess,
+    pid: i32,
+) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + READY_LIMIT;
+    let path = format!("/proc/{pid}/net/fib_trie");
+    loop {
+        if std::fs::read_to_string(&path).is_ok_and(|t| t.contains("127.0.0.1")) {
+            return Ok(());
+        }
+        if !inner.is_alive() {
+            return Err("the sandbox died during its setup".into());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err("the sandbox's loopback never came up".into());
+        }
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+}
+
+/// The first kilobytes of the helper's log.
+fn read_log(log: &File) -> String {
+    use std::io::{Read, Seek};
+    let mut f = log;
+    let mut buf = Vec::new();
+    let _ = f.seek(std::io::SeekFrom::Start(0));
+    let _ = f.take(4096).read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).trim().replace('\n', "; ")
+}
+
+/// `ioctl(NS_GET_USERNS)`: the user namespace that owns namespace `ns`.
+fn owner_userns(ns: &OwnedFd) -> std::io::Result<OwnedFd> {
+    const NS_GET_USERNS: libc::c_ulong = 0xb701; // _IO(0xb7, 0x1)
+    // SAFETY: NS_GET_USERNS takes no argument and returns a new file descriptor or -1; `ns`
+    // is a valid open namespace fd for the duration of the call.
+    let fd = unsafe { libc::ioctl(ns.as_raw_fd(), NS_GET_USERNS) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this fd to us and nothing else owns it.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}
+
+/// A sealed in-memory file holding the sandbox's resolv.conf, for `--ro-bind-data`.
+fn resolv_conf_memfd() -> std::io::Result<OwnedFd> {
+    let fd = rustix::fs::memfd_create("spear-resolv.conf", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let mut f = File::from(fd);
+    writeln!(f, "nameserver {SLIRP_DNS}")?;
+    rustix::fs::seek(&f, rustix::fs::SeekFrom::Start(0))?;
+    Ok(f.into())
+}

@@ -1,0 +1,331 @@
+//! Process control through pidfds. A child is held by a pidfd from the moment it exists, waited
+//! for through that pidfd (tokio `AsyncFd` + `waitid(P_PIDFD)`), and signalled only with
+//! `pidfd_send_signal`. Invariant: no numeric PID is ever signalled or waited for; a numeric PID
+//! is used once, to open the pidfd, while the process cannot have been reaped (our own unreaped
+//! child) or after its identity is checked through the pidfd (`ForeignProcess::open`).
+
+mod capture;
+mod pidns;
+
+pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
+pub use pidns::{PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rustix::process::{
+    Pid, PidfdFlags, Resource, Rlimit, Signal, WaitId, WaitIdOptions, pidfd_open,
+    pidfd_send_signal, waitid,
+};
+use thiserror::Error;
+use tokio::io::AsyncReadExt;
+use tokio::io::unix::AsyncFd;
+use tokio::net::unix::pipe;
+
+/// Why process control failed.
+#[derive(Debug, Error)]
+pub enum ProcessError {
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot hold the child by a pidfd: {0}")]
+    Pidfd(std::io::Error),
+    #[error("waiting through the pidfd failed: {0}")]
+    Wait(std::io::Error),
+    #[error("the process did not die after SIGKILL was sent twice through its pidfd")]
+    DeathUnconfirmed,
+}
+
+/// What `spawn_held` needs to start a child.
+pub struct SpawnRequest<'a> {
+    pub command: Command,
+    /// Fds the child must inherit: close-on-exec is cleared on exactly these, in the child.
+    pub inherit_fds: &'a [RawFd],
+    /// Resource limits set in the child before exec.
+    pub rlimits: &'a [(Resource, Rlimit)],
+    /// Capture stdout and stderr through pipes (otherwise they go to /dev/null).
+    pub capture: bool,
+    /// Without capture: where stderr goes (default /dev/null).
+    pub stderr_file: Option<std::fs::File>,
+}
+
+/// Our own child, held by a pidfd.
+pub struct HeldChild {
+    pidfd: AsyncFd<OwnedFd>,
+    /// How it ended, once reaped (a reaped child cannot be waited for again).
+    reaped: std::sync::Mutex<Option<Exit>>,
+    /// The numeric PID, for diagnostics and for reading `/proc` facts only.
+    pid: i32,
+    pub stdout: Option<pipe::Receiver>,
+    pub stderr: Option<pipe::Receiver>,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Start a child and hold it by a pidfd. Must run on a thread that outlives the child (a tokio
+/// worker, not a `spawn_blocking` thread): the parent-death signal set here follows the thread.
+pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
+    let SpawnRequest {
+        mut command,
+        inherit_fds,
+        rlimits,
+        capture,
+        stderr_file,
+    } = req;
+    let program = command.get_program().to_string_lossy().into_owned();
+    let fds: Vec<RawFd> = inherit_fds.to_vec();
+    let limits: Vec<(Resource, Rlimit)> = rlimits.to_vec();
+    command.stdin(Stdio::null());
+    if capture {
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        command.stdout(Stdio::null());
+        command.stderr(stderr_file.map_or_else(Stdio::null, Stdio::from));
+    }
+    // SAFETY: the closure runs between fork and exec and only makes raw system calls through
+    // rustix (no allocation, no locks): it reads the two vectors moved into it, which were
+    // allocated before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            for (resource, limit) in &limits {
+                rustix::process::setrlimit(*resource, *limit)?;
+            }
+            for fd in &fds {
+                // SAFETY: the fd was open in the parent at fork time and stays open in the child
+                // until exec; borrowing it for one fcntl is sound.
+                let borrowed = std::os::fd::BorrowedFd::borrow_raw(*fd);
+                rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::empty())?;
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|source| ProcessError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pid = child.id() as i32;
+    // Our child cannot be reaped by anyone but us, and we never wait for it by number, so the
+    // PID still names it here: this is the moment the pidfd takes over.
+    let pidfd = Pid::from_raw(pid)
+        .ok_or_else(|| ProcessError::Pidfd(std::io::Error::other("child has pid 0")))
+        .and_then(|p| {
+            pidfd_open(p, PidfdFlags::empty()).map_err(|e| ProcessError::Pidfd(e.into()))
+        })?;
+    let stdout = child
+        .stdout
+        .take()
+        .map(|o| pipe::Receiver::from_owned_fd(o.into()));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|o| pipe::Receiver::from_owned_fd(o.into()));
+    // Dropping `std::process::Child` neither waits nor signals; the pidfd owns the child now.
+    drop(child);
+    Ok(HeldChild {
+        pidfd: register(pidfd).map_err(ProcessError::Pidfd)?,
+        reaped: std::sync::Mutex::new(None),
+        pid,
+        stdout: stdout.transpose().map_err(ProcessError::Pidfd)?,
+        stderr: stderr.transpose().map_err(ProcessError::Pidfd)?,
+    })
+}
+
+fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the AsyncFd takes ownership of the OwnedFd, so the descriptor stays open and names
+    // the same pidfd for the whole life of the registration.
+    unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}
+
+impl HeldChild {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Wait for the child to exit and reap it through its pidfd.
+    pub async fn wait(&self) -> Result<Exit, ProcessError> {
+        if let Some(exit) = self.reaped_exit() {
+            return Ok(exit);
+        }
+        loop {
+            let mut guard = self.pidfd.readable().await.map_err(ProcessError::Wait)?;
+            let status = waitid(
+                WaitId::PidFd(self.pidfd.get_ref().as_fd()),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            )
+            .map_err(|e| ProcessError::Wait(e.into()))?;
+            match status {
+                Some(s) => {
+                    let exit = match s.terminating_signal() {
+                        Some(sig) => Exit::Signal(sig),
+                        None => Exit::Code(s.exit_status().unwrap_or(0)),
+                    };
+                    if let Ok(mut r) = self.reaped.lock() {
+                        *r = Some(exit);
+                    }
+                    return Ok(exit);
+                }
+                None => guard.clear_ready(),
+            }
+        }
+    }
+
+    fn reaped_exit(&self) -> Option<Exit> {
+        self.reaped.lock().ok().and_then(|r| *r)
+    }
+
+    /// SIGKILL through the pidfd (nothing once reaped).
+    pub fn send_sigkill(&self) -> std::io::Result<()> {
+        if self.reaped_exit().is_some() {
+            return Ok(());
+        }
+        sigkill_through(self.pidfd.get_ref())
+    }
+
+    /// Kill and reap, confirming death through the pidfd: one retry on the same pidfd, never a
+    /// numeric fallback.
+    pub async fn stop(&self, grace: Duration) -> Result<Exit, ProcessError> {
+        for _ in 0..2 {
+            let _ = self.send_sigkill();
+            if let Ok(r) = tokio::time::timeout(grace, self.wait()).await {
+                return r;
+            }
+        }
+        Err(ProcessError::DeathUnconfirmed)
+    }
+}
+
+fn sigkill_through(fd: &OwnedFd) -> std::io::Result<()> {
+    match pidfd_send_signal(fd, Signal::KILL) {
+        Ok(()) => Ok(()),
+        // Already dead (and perhaps reaped): nothing to kill, which is what we wanted.
+        Err(e) if e == rustix::io::Errno::SRCH => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A process that is not our child (bwrap's namespace init), held by a pidfd whose identity was
+/// checked. Only its exit can be observed (it is reaped by its own parent).
+pub struct ForeignProcess {
+    pidfd: AsyncFd<OwnedFd>,
+}
+
+impl ForeignProcess {
+    /// Open a pidfd for `pid` and check, through the pidfd, that it is the process whose PID
+    /// namespace has inode `pid_namespace`: the pidfd is opened first, the namespace read by
+    /// number next, and the pidfd found still alive last, so the number named the pidfd's
+    /// process the whole time. `None` when it has already gone (or is not who it should be).
+    pub fn open(pid: i32, pid_namespace: u64) -> Option<ForeignProcess> {
+        let fd = pidfd_open(Pid::from_raw(pid)?, PidfdFlags::empty()).ok()?;
+        let link = std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+        if link.to_str()? != format!("pid:[{pid_namespace}]") || !is_alive(&fd) {
+            return None;
+        }
+        register(fd).ok().map(|pidfd| ForeignProcess { pidfd })
+    }
+
+    pub fn send_sigkill(&self) -> std::io::Result<()> {
+        sigkill_through(self.pidfd.get_ref())
+    }
+
+    /// Resolves when the process has exited (for a PID-namespace init: when every process of
+    /// the namespace is gone, since the kernel empties the namespace before its init exits).
+    pub async fn exited(&self) -> std::io::Result<()> {
+        let _guard = self.pidfd.readable().await?;
+        Ok(())
+    }
+
+    /// The numeric PID behind the pidfd (from its fdinfo), for naming `/proc` entries only;
+    /// an error once the process has exited.
+    pub fn pid(&self) -> std::io::Result<i32> {
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", self.raw_fd()))?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("Pid:"))
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .filter(|p| *p > 0)
+            .ok_or_else(|| std::io::Error::other("the process has already exited"))
+    }
+
+    /// Whether the process has not exited yet (its pidfd does not poll readable).
+    pub fn is_alive(&self) -> bool {
+        is_alive(self.pidfd.get_ref())
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.pidfd.get_ref().as_raw_fd()
+    }
+
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.pidfd.get_ref().as_fd()
+    }
+
+    /// Kill and confirm the exit through the pidfd, retrying once on the same pidfd.
+    pub async fn stop(&self, grace: Duration) -> Result<(), ProcessError> {
+        for _ in 0..2 {
+            let _ = self.send_sigkill();
+            if let Ok(r) = tokio::time::timeout(grace, self.exited()).await {
+                return r.map_err(ProcessError::Wait);
+            }
+        }
+        Err(ProcessError::DeathUnconfirmed)
+    }
+}
+
+/// A pidfd polls readable once its process has exited.
+fn is_alive(fd: &OwnedFd) -> bool {
+    let mut fds = [rustix::event::PollFd::new(fd, rustix::event::PollFlags::IN)];
+    matches!(
+        rustix::event::poll(&mut fds, Some(&rustix::event::Timespec::default())),
+        Ok(0)
+    )
+}
+
+/// Copy both pipes into `sink` and into bounded captures until both reach end of file.
+pub async fn pump_output(
+    mut stdout: Option<pipe::Receiver>,
+    mut stderr: Option<pipe::Receiver>,
+    sink: &mut dyn OutputSink,
+    out: &mut BoundedCapture,
+    err: &mut BoundedCapture,
+) -> std::io::Result<()> {
+    let mut buf_o = vec![0u8; 64 * 1024];
+    let mut buf_e = vec![0u8; 64 * 1024];
+    while stdout.is_some() || stderr.is_some() {
+        tokio::select! {
+            r = read_some(&mut stdout, &mut buf_o) => match r? {
+                0 => stdout = None,
+                n => {
+                    sink.write(OutputStream::Stdout, &buf_o[..n]);
+                    out.push(&buf_o[..n]);
+                }
+            },
+            r = read_some(&mut stderr, &mut buf_e) => match r? {
+                0 => stderr = None,
+                n => {
+                    sink.write(OutputStream::Stderr, &buf_e[..n]);
+                    err.push(&buf_e[..n]);
+                }
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Read from a pipe that may already be closed; a closed one never completes.
+async fn read_some(pipe: &mut Option<pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
+    match pipe {
+        Some(p) => p.read(buf).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,494 @@
+//! `CommandRunner`: the ownership boundary between "a command was allowed" and "a command runs
+//! confined". It owns the sandbox instance and the resource contracts, turns an
+//! `ExecutionProfile` into a `SandboxSpec`, checks every mechanism the contract needs before
+//! anything is spawned, and returns one `ToolResult`. Invariant: there is no path from
+//! "mechanism unavailable" to "run it anyway": each missing piece is a `failed` result.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::netns;
+use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::process::{OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
+use crate::harness::resource_control::{
+    CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
+};
+use crate::harness::sandbox::placeholders::WorkspaceHold;
+use crate::harness::sandbox::{
+    BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
+    SandboxNetwork, SandboxSpec, env, spec,
+};
+
+/// The sandbox's own default time limit for one command.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
+/// Default size of each private tmpfs.
+pub const DEFAULT_TMPFS_BYTES: u64 = 1 << 30;
+
+/// Everything a runner is built from. Built once per session.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub workspace: PathBuf,
+    /// Workspace-relative paths no command may write (the target policy's generated and
+    /// snapshot paths). `.git/config` and `.git/hooks` are always added.
+    pub protected_paths: Vec<PathBuf>,
+    pub resource_limits: ResourceLimits,
+    pub cgroup_limits: CgroupLimits,
+    pub default_timeout: Duration,
+    /// The host environment the allow-list is applied to.
+    pub host_env: Vec<(String, String)>,
+    /// Where bwrap, slirp4netns and systemd-run are looked up (a `PATH` value).
+    pub search_path: OsString,
+    pub tmpfs_bytes: u64,
+}
+
+impl RunnerConfig {
+    /// Defaults for `workspace`, with this process's environment and `PATH`.
+    pub fn for_workspace(workspace: impl Into<PathBuf>) -> Self {
+        RunnerConfig {
+            workspace: workspace.into(),
+            protected_paths: Vec::new(),
+            resource_limits: ResourceLimits::default(),
+            cgroup_limits: CgroupLimits::default(),
+            default_timeout: DEFAULT_TIMEOUT,
+            host_env: std::env::vars().collect(),
+            search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
+            tmpfs_bytes: DEFAULT_TMPFS_BYTES,
+        }
+    }
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Bash source, run as `/bin/bash -c COMMAND` (what was classified is what runs).
+    pub command: String,
+    pub profile: ExecutionProfile,
+    /// Replaces the runner's default for this call only.
+    pub timeout: Option<Duration>,
+}
+
+/// A mechanism a test may declare unavailable, to prove nothing is spawned without it.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    Rlimits,
+}
+
+pub struct CommandRunner {
+    config: RunnerConfig,
+    workspace: PathBuf,
+    protected: Vec<PathBuf>,
+    home: PathBuf,
+    sandbox: BubblewrapSandbox,
+    scope: SystemdScopeRunner,
+    simulated_missing: Vec<Mechanism>,
+    host_loopback_for_tests: bool,
+}
+
+impl CommandRunner {
+    pub fn new(config: RunnerConfig) -> Result<Self, SandboxError> {
+        let workspace = std::fs::canonicalize(&config.workspace).map_err(|e| {
+            SandboxError::Spec(format!(
+                "workspace {} cannot be resolved: {e}",
+                config.workspace.display()
+            ))
+        })?;
+        if spec::SYSTEM_PATHS
+            .iter()
+            .any(|s| Path::new(s).starts_with(&workspace) || workspace.starts_with(s))
+            || workspace == Path::new("/")
+        {
+            return Err(SandboxError::Spec(format!(
+                "workspace {} overlaps the system directories",
+                workspace.display()
+            )));
+        }
+        let mut protected: Vec<PathBuf> =
+            spec::ALWAYS_PROTECTED.iter().map(PathBuf::from).collect();
+        protected.extend(config.protected_paths.iter().cloned());
+        let host_home = config
+            .host_env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v));
+        let home = sandbox_home(host_home.as_deref(), &workspace);
+        Ok(CommandRunner {
+            sandbox: BubblewrapSandbox::new(&config.search_path),
+            scope: SystemdScopeRunner::for_host(&config.search_path),
+            config,
+            workspace,
+            protected,
+            home,
+            simulated_missing: Vec::new(),
+            host_loopback_for_tests: false,
+        })
+    }
+
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    pub fn sandbox(&self) -> &BubblewrapSandbox {
+        &self.sandbox
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    #[doc(hidden)]
+    pub fn simulate_missing_for_tests(&mut self, m: Mechanism) {
+        self.simulated_missing.push(m);
+    }
+
+    /// Test-only: let the network path reach the host's loopback (slirp without
+    /// `--disable-host-loopback`), so a test can prove the default really blocks it.
+    #[doc(hidden)]
+    pub fn allow_host_loopback_for_tests(&mut self) {
+        self.host_loopback_for_tests = true;
+    }
+
+    /// The spec for `profile` running `command`. Protections are probed now, as the workspace is.
+    pub fn build_spec(
+        &self,
+        profile: &ExecutionProfile,
+        command: Vec<OsString>,
+    ) -> Result<SandboxSpec, SandboxError> {
+        let host_read_paths = profile
+            .host_read_paths
+            .iter()
+            .map(|p| spec::vet_host_read_path(p, &self.workspace))
+            .collect::<Result<Vec<_>, _>>()?;
+        let protections = if profile.workspace_write {
+            spec::plan_protections(&self.workspace, &self.protected)?
+        } else {
+            Vec::new()
+        };
+        let tmpdir = PathBuf::from("/tmp");
+        let layout = self.sandbox.layout();
+        Ok(SandboxSpec {
+            workspace: self.workspace.clone(),
+            workspace_write: profile.workspace_write,
+            system: layout.system.clone(),
+            masked: layout.masked.clone(),
+            env: env::sandbox_env(&self.config.host_env, &self.home, &tmpdir, &host_read_paths),
+            home: self.home.clone(),
+            tmpdir,
+            tmpfs_bytes: self.config.tmpfs_bytes,
+            protections,
+            host_read_paths,
+            network: SandboxNetwork::Closed,
+            info_fd: -1,
+            userns_block_fd: -1,
+            block_fd: None,
+            command,
+        })
+    }
+
+    /// Preflight the sandbox once (cached on the sandbox instance).
+    pub async fn ensure_sandbox(&self) -> Result<(), PreflightFailure> {
+        self.sandbox.bwrap().map_err(PreflightFailure::Absent)?;
+        let profile = ExecutionProfile::read_only();
+        let mut spec = self
+            .build_spec(&profile, Vec::new())
+            .map_err(|e| PreflightFailure::Failed(e.to_string()))?;
+        spec.workspace_write = true;
+        self.sandbox.ensure(spec).await
+    }
+
+    /// Every mechanism `profile` needs, checked before anything is spawned.
+    pub fn check_mechanisms(&self, profile: &ExecutionProfile) -> Result<(), String> {
+        self.sandbox.bwrap()?;
+        if self.config.resource_limits.is_active() {
+            if self.simulated_missing.contains(&Mechanism::Rlimits) {
+                return Err(
+                    "resource limits are configured but rlimits cannot be set here \
+                            (simulated); refusing to run without them"
+                        .into(),
+                );
+            }
+            rlimit_mechanism().map_err(|e| {
+                format!("resource limits are configured but cannot be applied: {e}")
+            })?;
+            // The kernel exempts uid 0 from RLIMIT_NPROC; only a per-namespace pid_max binds it.
+            if self.config.resource_limits.processes.is_some()
+                && rustix::process::geteuid().is_root()
+                && !pid_max_is_namespaced()
+            {
+                return Err(
+                    "a process limit is configured, but RLIMIT_NPROC does not bind root \
+                            and this kernel (before Linux 6.14) cannot cap a PID namespace's \
+                            pid_max; run Spear as an ordinary user or on Linux 6.14 or later"
+                        .into(),
+                );
+            }
+        }
+        if self.config.cgroup_limits.is_active() {
+            self.scope.available()?;
+        }
+        if profile.network {
+            if self.sandbox.network_containment_failed() {
+                return Err(
+                    "network is refused for this session: an earlier network sandbox \
+                            could not be confirmed dead (network_containment_failed)"
+                        .into(),
+                );
+            }
+            netns::check_support(&self.sandbox)?;
+        }
+        Ok(())
+    }
+
+    /// The sandbox's `pid_max` for the process limit, where the kernel namespaces it.
+    fn pid_max(&self) -> Option<u32> {
+        let n = self.config.resource_limits.processes?;
+        if !pid_max_is_namespaced() {
+            return None;
+        }
+        Some(
+            u32::try_from(n.saturating_add(1))
+                .unwrap_or(u32::MAX)
+                .max(PID_MAX_MIN),
+        )
+    }
+
+    fn launch_limits(&self) -> LaunchLimits {
+        LaunchLimits {
+            rlimits: self
+                .config
+                .resource_limits
+                .to_rlimits(!pid_max_is_namespaced()),
+            pid_max: self.pid_max(),
+            cgroup: self
+                .config
+                .cgroup_limits
+                .is_active()
+                .then(|| (self.scope.clone(), self.config.cgroup_limits.clone())),
+        }
+    }
+
+    /// Run one command confined, streaming its output to `sink`.
+    pub async fn run(&self, req: &RunRequest, sink: &mut dyn OutputSink) -> ToolResult {
+        if let Err(why) = self.check_mechanisms(&req.profile) {
+            return ToolResult::failed(why);
+        }
+        if let Err(f) = self.ensure_sandbox().await {
+            return ToolResult::failed(format!("the sandbox cannot run here: {}", f.reason()));
+        }
+        if req.profile.network
+            && let Err(why) = self.ensure_network().await
+        {
+            return ToolResult::failed(why);
+        }
+        let command: Vec<OsString> = vec!["/bin/bash".into(), "-c".into(), (&req.command).into()];
+        let hold = match req.profile.workspace_write {
+            true => match WorkspaceHold::acquire(&self.workspace) {
+                Ok(h) => Some(h),
+                Err(e) => return ToolResult::failed(format!("cannot hold the workspace: {e}")),
+            },
+            false => None,
+        };
+        let spec = match self.build_spec(&req.profile, command) {
+            Ok(s) => s,
+            Err(e) => return ToolResult::failed(e.to_string()),
+        };
+        let placeholders: Vec<PathBuf> = spec
+            .protections
+            .iter()
+            .filter_map(|p| match p {
+                Protection::Placeholder(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let timeout = req.timeout.unwrap_or(self.config.default_timeout);
+        let limits = self.launch_limits();
+        let outcome = if req.profile.network {
+            netns::run_with_slirp(
+                &self.sandbox,
+                spec,
+                &limits,
+                sink,
+                timeout,
+                self.host_loopback_for_tests,
+            )
+            .await
+        } else {
+            self.sandbox.run(spec, &limits, sink, timeout).await
+        };
+        if let Some(h) = hold {
+            h.release(&placeholders);
+        }
+        match outcome {
+            Ok(o) => self.to_result(o, timeout),
+            Err(e) => ToolResult::failed(e.to_string()),
+        }
+    }
+
+    /// The network preflight: the full slirp path once per (sandbox, workspace).
+    pub async fn ensure_network(&self) -> Result<(), String> {
+        let mut cache = self.sandbox.net_preflight.lock().await;
+        if let Some(r) = cache.get(&self.workspace) {
+            return r.clone();
+        }
+        let mut profile = ExecutionProfile::read_only();
+        profile.network = true;
+        let script = "grep -q 'tap0:' /proc/net/dev || { echo 'no tap0 interface' >&2; exit 3; }; \
+                      grep -q '^nameserver 10.0.2.3' /etc/resolv.conf \
+                      || { echo 'resolv.conf does not name 10.0.2.3' >&2; exit 3; }";
+        let spec = self
+            .build_spec(&profile, vec!["/bin/sh".into(), "-c".into(), script.into()])
+            .map_err(|e| e.to_string())?;
+        let mut sink = crate::harness::process::NullSink;
+        let r = match netns::run_with_slirp(
+            &self.sandbox,
+            spec,
+            &self.launch_limits(),
+            &mut sink,
+            crate::harness::sandbox::PREFLIGHT_LIMIT,
+            false,
+        )
+        .await
+        {
+            Ok(o) if o.end == End::Exited(0) => Ok(()),
+            Ok(o) => Err(format!(
+                "the network preflight failed ({:?}): {}",
+                o.end,
+                o.stderr.render().trim()
+            )),
+            Err(e) => Err(format!("the network preflight failed: {e}")),
+        };
+        cache.insert(self.workspace.clone(), r.clone());
+        r
+    }
+
+    fn to_result(&self, o: Outcome, timeout: Duration) -> ToolResult {
+        let stdout = o.stdout.render();
+        let stderr = o.stderr.render();
+        let containment = o
+            .containment
+            .err()
+            .map(|e| format!(" The sandbox's death could not be confirmed: {e}."));
+        let (status, reason, code) = match o.end {
+            End::TimedOut => {
+                let mut why = format!(
+                    "the command ran past its {} s time limit; the whole sandbox was killed",
+                    timeout.as_secs_f64()
+                );
+                // A runaway that was also held back by a limit says so.
+                if let Some(hit) = limit_hit(&self.config.resource_limits, 1, &stderr) {
+                    why.push_str(&format!(" ({})", hit.describe()));
+                }
+                (ToolStatus::Timeout, Some(why), None)
+            }
+            End::Signaled(s) => (
+                ToolStatus::Failed,
+                Some(format!("the sandbox was killed by signal {s}")),
+                None,
+            ),
+            End::Exited(c) => {
+                if let Some(hit) = limit_hit(&self.config.resource_limits, c, &stderr) {
+                    (
+                        ToolStatus::Failed,
+                        Some(hit.describe().to_string()),
+                        Some(c),
+                    )
+                } else if c == 1 && stderr.starts_with("bwrap: ") {
+                    (
+                        ToolStatus::Failed,
+                        Some(format!(
+                            "the sandbox could not be set up: {}",
+                            stderr.trim()
+                        )),
+                        None,
+                    )
+                } else if c == 127 && stderr.contains("command not found") {
+                    (
+                        ToolStatus::NotFound,
+                        Some("command not found".into()),
+                        Some(c),
+                    )
+                } else {
+                    (ToolStatus::Ok, None, Some(c))
+                }
+            }
+        };
+        let reason = match (reason, containment) {
+            (Some(r), Some(c)) => Some(r + &c),
+            (None, Some(c)) => Some(c.trim().to_string()),
+            (r, None) => r,
+        };
+        ToolResult {
+            status,
+            reason,
+            stdout,
+            stderr,
+            exit_code: code,
+            changed_paths: Vec::new(),
+        }
+    }
+}
+
+/// `$HOME` in the sandbox: the host's when it is a sensible absolute path that neither is nor
+/// lies inside the workspace nor covers a system directory; otherwise `/tmp/home`.
+fn sandbox_home(host_home: Option<&Path>, workspace: &Path) -> PathBuf {
+    match host_home {
+        Some(h)
+            if h.is_absolute()
+                && spec::normalize(h) == h
+                && h != Path::new("/")
+                && !h.starts_with(workspace)
+                && !spec::SYSTEM_PATHS
+                    .iter()
+                    .any(|s| Path::new(s).starts_with(h) || h.starts_with(s))
+                && !Path::new("/tmp").starts_with(h)
+                && !h.starts_with("/proc")
+                && !h.starts_with("/dev") =>
+        {
+            h.to_path_buf()
+        }
+        _ => PathBuf::from("/tmp/home"),
+    }
+}
+
+impl std::fmt::Debug for CommandRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandRunner")
+            .field("workspace", &self.workspace)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_falls_back_when_the_host_one_is_unsuitable() {
+        let ws = Path::new("/work/p");
+        assert_eq!(
+            sandbox_home(Some(Path::new("/root")), ws),
+            PathBuf::from("/root")
+        );
+        assert_eq!(
+            sandbox_home(Some(Path::new("/work")), ws),
+            PathBuf::from("/work")
+        );
+        for bad in [
+            "/",
+            "/work/p",
+            "/work/p/h",
+            "relative",
+            "/usr/x",
+            "/home/../etc",
+        ] {
+            assert_eq!(
+                sandbox_home(Some(Path::new(bad)), ws),
+                PathBuf::from("/tmp/home"),
+                "{bad}"
+            );
+        }
+        assert_eq!(sandbox_home(None, ws), PathBuf::from("/tmp/home"));
+    }
+}

@@ -1,0 +1,212 @@
+//! `build_argv`: the bubblewrap argument vector for a `SandboxSpec`, as a pure function. Mount
+//! order is a security property (a later mount covers an earlier one), so tests compare the
+//! whole vector. Invariant: nothing here reads the filesystem or the environment.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use super::spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+
+struct Argv(Vec<OsString>);
+
+impl Argv {
+    fn flag(&mut self, f: &str) {
+        self.0.push(f.into());
+    }
+    fn one(&mut self, f: &str, a: impl Into<OsString>) {
+        self.0.push(f.into());
+        self.0.push(a.into());
+    }
+    fn two(&mut self, f: &str, a: impl Into<OsString>, b: impl Into<OsString>) {
+        self.0.push(f.into());
+        self.0.push(a.into());
+        self.0.push(b.into());
+    }
+    fn same(&mut self, f: &str, p: &Path) {
+        self.two(f, p, p);
+    }
+}
+
+/// The bwrap arguments (without the program name) for `spec`.
+pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
+    let mut a = Argv(Vec::with_capacity(96));
+    // Every namespace, explicitly: `--unshare-all` leaves the user namespace out for root, and
+    // a user namespace is what makes the dropped capabilities mean nothing on the host.
+    for ns in ["user", "ipc", "pid", "net", "uts", "cgroup"] {
+        a.flag(&format!("--unshare-{ns}"));
+    }
+    a.flag("--die-with-parent");
+    a.flag("--new-session");
+    a.one("--cap-drop", "ALL");
+    a.one("--hostname", "spear-sandbox");
+
+    // The system, read-only.
+    for entry in &spec.system {
+        match entry {
+            SystemEntry::Dir(p) => a.same("--ro-bind", p),
+            SystemEntry::Symlink { path, target } => a.two("--symlink", target, path),
+        }
+    }
+    for m in &spec.masked {
+        match m {
+            Masked::File(p) => a.two("--ro-bind", "/dev/null", p),
+            Masked::Dir(p) => {
+                a.one("--tmpfs", p);
+                a.one("--remount-ro", p);
+            }
+        }
+    }
+    a.one("--proc", "/proc");
+    a.one("--dev", "/dev");
+
+    // Private, bounded scratch space.
+    let size = spec.tmpfs_bytes.to_string();
+    a.one("--size", &size);
+    a.one("--tmpfs", "/tmp");
+    a.one("--size", &size);
+    a.one("--tmpfs", &spec.home);
+    a.one("--tmpfs", "/run");
+    if let SandboxNetwork::Slirp {
+        resolv_conf_fd,
+        resolv_conf_dest,
+        ..
+    } = &spec.network
+    {
+        a.two(
+            "--ro-bind-data",
+            resolv_conf_fd.to_string(),
+            resolv_conf_dest,
+        );
+    }
+
+    // The workspace, then what stays read-only inside it.
+    if spec.workspace_write {
+        a.same("--bind", &spec.workspace);
+        for p in &spec.protections {
+            match p {
+                Protection::Pin(d) => a.same("--bind", d),
+                Protection::ReadOnly(d) => a.same("--ro-bind", d),
+                Protection::Placeholder(d) => a.two("--ro-bind", "/dev/null", d),
+            }
+        }
+    } else {
+        a.same("--ro-bind", &spec.workspace);
+    }
+    for p in &spec.host_read_paths {
+        a.same("--ro-bind", p);
+    }
+    a.one("--chdir", &spec.workspace);
+
+    a.one("--info-fd", spec.info_fd.to_string());
+    a.one("--userns-block-fd", spec.userns_block_fd.to_string());
+    if let Some(fd) = spec.block_fd {
+        a.one("--block-fd", fd.to_string());
+    }
+    a.flag("--clearenv");
+    for (k, v) in &spec.env {
+        a.two("--setenv", k, v);
+    }
+    a.flag("--");
+    a.0.extend(spec.command.iter().cloned());
+    a.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn spec() -> SandboxSpec {
+        SandboxSpec {
+            workspace: "/w".into(),
+            workspace_write: false,
+            system: vec![
+                SystemEntry::Dir("/usr".into()),
+                SystemEntry::Symlink {
+                    path: "/bin".into(),
+                    target: "usr/bin".into(),
+                },
+                SystemEntry::Dir("/etc".into()),
+            ],
+            masked: vec![
+                Masked::File("/etc/shadow".into()),
+                Masked::Dir("/etc/ssh".into()),
+            ],
+            home: "/home/u".into(),
+            tmpdir: "/tmp".into(),
+            tmpfs_bytes: 1024,
+            protections: vec![],
+            host_read_paths: vec![],
+            env: vec![("HOME".into(), "/home/u".into())],
+            network: SandboxNetwork::Closed,
+            info_fd: 3,
+            userns_block_fd: 4,
+            block_fd: None,
+            command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
+        }
+    }
+
+    fn words(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    const HEAD: &str = "--unshare-user --unshare-ipc --unshare-pid --unshare-net --unshare-uts \
+        --unshare-cgroup --die-with-parent --new-session --cap-drop ALL \
+        --hostname spear-sandbox \
+        --ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc \
+        --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssh --remount-ro /etc/ssh \
+        --proc /proc --dev /dev --size 1024 --tmpfs /tmp --size 1024 --tmpfs /home/u --tmpfs /run";
+    const TAIL: &str = "--clearenv --setenv HOME /home/u -- /bin/bash -c true";
+
+    #[test]
+    fn read_only_workspace() {
+        let got = build_argv(&spec());
+        let want = words(&format!(
+            "{HEAD} --ro-bind /w /w --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
+        ));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn writable_workspace_with_protections_and_host_paths() {
+        let mut s = spec();
+        s.workspace_write = true;
+        s.protections = vec![
+            Protection::Pin("/w/.git".into()),
+            Protection::ReadOnly("/w/.git/config".into()),
+            Protection::Placeholder("/w/.git/hooks".into()),
+        ];
+        s.host_read_paths = vec![PathBuf::from("/opt/tool")];
+        let got = build_argv(&s);
+        let want = words(&format!(
+            "{HEAD} --bind /w /w --bind /w/.git /w/.git \
+             --ro-bind /w/.git/config /w/.git/config --ro-bind /dev/null /w/.git/hooks \
+             --ro-bind /opt/tool /opt/tool --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
+        ));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn network_path_adds_dns_and_waits_for_the_helper() {
+        let mut s = spec();
+        s.network = SandboxNetwork::Slirp {
+            resolv_conf_fd: 5,
+            resolv_conf_dest: "/etc/resolv.conf".into(),
+        };
+        s.block_fd = Some(6);
+
+        let got = build_argv(&s);
+        let want = words(&format!(
+            "{HEAD} --ro-bind-data 5 /etc/resolv.conf --ro-bind /w /w --chdir /w \
+             --info-fd 3 --userns-block-fd 4 --block-fd 6 {TAIL}"
+        ));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn read_only_workspace_ignores_protections() {
+        let mut s = spec();
+        s.protections = vec![Protection::Placeholder("/w/.git".into())];
+        assert!(!build_argv(&s).iter().any(|a| a == "/w/.git"));
+    }
+}

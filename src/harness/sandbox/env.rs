@@ -1,0 +1,198 @@
+//! The sandbox environment: an allow-list over the host's variables. Invariant: a variable
+//! reaches a command only when its name is on the list, its name does not look secret and its
+//! value does not look like a credential; `PATH`, `HOME`, `TMPDIR` are always Spear's own.
+
+use std::path::{Path, PathBuf};
+
+/// Names passed through from the host when present (besides every `LC_*`).
+const ALLOWED: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "CARGO_TERM_COLOR",
+    "RUST_BACKTRACE",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONUNBUFFERED",
+    "CI",
+];
+
+/// Name fragments that mark a variable as secret, whatever the allow-list says.
+const SECRET_NAME_PARTS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+];
+
+/// The default `PATH` inside the sandbox: the system directories that are always bound.
+pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+pub fn name_looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
+}
+
+/// Value shapes of well-known credentials.
+pub fn value_looks_secret(value: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "sk-",
+        "ghp_",
+        "gho_",
+        "ghs_",
+        "ghu_",
+        "github_pat_",
+        "xoxb-",
+        "xoxp-",
+        "AKIA",
+        "glpat-",
+    ];
+    let v = value.trim();
+    if v.contains("-----BEGIN") || v.to_ascii_lowercase().starts_with("bearer ") {
+        return true;
+    }
+    if v.split(|c: char| c.is_whitespace() || c == '=' || c == ':' || c == ',')
+        .any(|w| {
+            PREFIXES
+                .iter()
+                .any(|p| w.starts_with(p) && w.len() > p.len() + 8)
+        })
+    {
+        return true;
+    }
+    // A JWT: three base64url parts, the first a JSON header.
+    if v.starts_with("eyJ") && v.split('.').count() == 3 {
+        return true;
+    }
+    // URL userinfo with a password: scheme://user:pass@host
+    if let Some(rest) = v.split("://").nth(1) {
+        let authority = rest.split('/').next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@')
+            && userinfo.contains(':')
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The `PATH` for the sandbox: the system path, plus host `PATH` entries that lie inside a
+/// host read path (so a toolchain handed in read-only is found), in host order.
+pub fn sandbox_path(host_path: Option<&str>, host_read_paths: &[PathBuf]) -> String {
+    let mut out = String::from(SYSTEM_PATH);
+    if let Some(host) = host_path {
+        for entry in host.split(':') {
+            let p = Path::new(entry);
+            if p.is_absolute()
+                && host_read_paths.iter().any(|r| p.starts_with(r))
+                && !out.split(':').any(|e| e == entry)
+            {
+                out.push(':');
+                out.push_str(entry);
+            }
+        }
+    }
+    out
+}
+
+/// Filter the host environment into the sandbox environment, sorted by name.
+pub fn sandbox_env(
+    host: &[(String, String)],
+    home: &Path,
+    tmpdir: &Path,
+    host_read_paths: &[PathBuf],
+) -> Vec<(String, String)> {
+    let host_path = host
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let mut env: Vec<(String, String)> = host
+        .iter()
+        .filter(|(k, v)| {
+            (ALLOWED.contains(&k.as_str()) || k.starts_with("LC_"))
+                && !name_looks_secret(k)
+                && !value_looks_secret(v)
+        })
+        .cloned()
+        .collect();
+    env.push(("PATH".into(), sandbox_path(host_path, host_read_paths)));
+    env.push(("HOME".into(), home.display().to_string()));
+    env.push(("TMPDIR".into(), tmpdir.display().to_string()));
+    // Git must never prompt for credentials inside a sandbox nobody can type into.
+    env.push(("GIT_TERMINAL_PROMPT".into(), "0".into()));
+    env.sort();
+    env.dedup_by(|a, b| a.0 == b.0);
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(k: &str, v: &str) -> (String, String) {
+        (k.to_string(), v.to_string())
+    }
+
+    #[test]
+    fn only_allowed_harmless_variables_pass() {
+        let host = vec![
+            kv("PATH", "/root/.cargo/bin:/usr/bin:/opt/tool/bin"),
+            kv("HOME", "/root"),
+            kv("LANG", "C.UTF-8"),
+            kv("LC_ALL", "C"),
+            kv("TERM", "xterm"),
+            kv("OPENAI_API_KEY", "sk-abcdefghijklmnopqrstuvwxyz"),
+            kv("SSH_AUTH_SOCK", "/run/ssh.sock"),
+            kv("LC_SESSION_TOKEN", "x"),
+            kv("USER", "ghp_abcdefghijklmnopqrstuvwxyz0123"),
+            kv("AWS_SECRET_ACCESS_KEY", "x"),
+            kv("LD_PRELOAD", "/tmp/evil.so"),
+            kv("TZ", "UTC"),
+        ];
+        let env = sandbox_env(
+            &host,
+            Path::new("/home/u"),
+            Path::new("/tmp"),
+            &[PathBuf::from("/opt/tool")],
+        );
+        assert_eq!(
+            env,
+            vec![
+                kv("GIT_TERMINAL_PROMPT", "0"),
+                kv("HOME", "/home/u"),
+                kv("LANG", "C.UTF-8"),
+                kv("LC_ALL", "C"),
+                kv("PATH", &format!("{SYSTEM_PATH}:/opt/tool/bin")),
+                kv("TERM", "xterm"),
+                kv("TMPDIR", "/tmp"),
+                kv("TZ", "UTC"),
+            ]
+        );
+    }
+
+    #[test]
+    fn credential_shapes_are_recognised() {
+        for v in [
+            "sk-proj-abcdefghijklmnop",
+            "Bearer abc",
+            "-----BEGIN PRIVATE KEY-----",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+            "https://user:hunter2@example.com/x",
+            "AKIAABCDEFGHIJKLMNOP",
+        ] {
+            assert!(value_looks_secret(v), "{v}");
+        }
+        for v in ["C.UTF-8", "xterm-256color", "https://example.com/a:b", "1"] {
+            assert!(!value_looks_secret(v), "{v}");
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! One bwrap process from spawn to reaped: the outer bwrap is our pidfd-held child, the
+//! namespace init it reports on `--info-fd` is held by a checked pidfd, output is pumped
+//! with bounds, and a timeout kills the whole PID namespace. Invariant: `finish` returns only
+//! after the outer process is reaped and, when it was killed, the namespace's death confirmed
+//! (or `containment` says it could not be).
+
+use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use rustix::process::{Resource, Rlimit};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+
+use crate::harness::process::{
+    BoundedCapture, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError, SpawnRequest,
+    pump_output, spawn_held,
+};
+
+/// How long a killed process gets before the kill is repeated once, then declared unconfirmed.
+pub const KILL_GRACE: Duration = Duration::from_secs(5);
+/// How long output may keep flowing after the sandbox is gone (nothing should hold the pipes).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Bytes of head and of tail kept per stream for the result.
+pub const CAPTURE_HEAD: usize = 32 * 1024;
+pub const CAPTURE_TAIL: usize = 32 * 1024;
+
+/// How a sandboxed command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Exited(i32),
+    Signaled(i32),
+    TimedOut,
+}
+
+pub struct Outcome {
+    pub end: End,
+    pub stdout: BoundedCapture,
+    pub stderr: BoundedCapture,
+    /// `Err` when a kill was sent and the death of the sandbox could not be confirmed.
+    pub containment: Result<(), ProcessError>,
+    /// From spawning bwrap to releasing the command (namespaces prepared, network attached).
+    pub setup_time: Option<Duration>,
+}
+
+/// A status pipe: bwrap writes JSON documents to `write` (inherited), we read `read`.
+pub struct StatusPipe {
+    pub read: OwnedFd,
+    pub write: OwnedFd,
+}
+
+impl StatusPipe {
+    pub fn new() -> std::io::Result<Self> {
+        let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        Ok(StatusPipe { read, write })
+    }
+}
+
+pub struct Running {
+    child: HeldChild,
+    /// The write ends of bwrap's gates, in the order they open: `--userns-block-fd` (setup
+    /// continues) and, on the network path, `--block-fd` (the command starts).
+    gates: Vec<OwnedFd>,
+    spawned: std::time::Instant,
+    released: Option<std::time::Instant>,
+    status: pipe::Receiver,
+    status_buf: Vec<u8>,
+    inner: Option<ForeignProcess>,
+}
+
+impl Running {
+    /// Spawn `program argv`. `child_fds` are inherited by the child and closed here after the
+    /// spawn (the child holds its own copies).
+    pub fn spawn(
+        program: &Path,
+        argv: &[OsString],
+        status_read: OwnedFd,
+        child_fds: Vec<OwnedFd>,
+        rlimits: &[(Resource, Rlimit)],
+    ) -> Result<Running, ProcessError> {
+        let mut command = Command::new(program);
+        command.args(argv).env_clear();
+        let raw: Vec<RawFd> = child_fds.iter().map(|f| f.as_raw_fd()).collect();
+        let child = spawn_held(SpawnRequest {
+            command,
+            inherit_fds: &raw,
+            rlimits,
+            capture: true,
+            stderr_file: None,
+        })?;
+        drop(child_fds);
+        let status = pipe::Receiver::from_owned_fd(status_read).map_err(ProcessError::Pidfd)?;
+        Ok(Running {
+            child,
+            gates: Vec::new(),
+            spawned: std::time::Instant::now(),
+            released: None,
+            status,
+            status_buf: Vec::new(),
+            inner: None,
+        })
+    }
+
+    /// Keep the write end of a gate; `open_gate` opens them in order.
+    pub fn hold_gate(&mut self, gate_write: OwnedFd) {
+        self.gates.push(gate_write);
+    }
+
+    /// Open the next gate bwrap waits on.
+    pub fn open_gate(&mut self) {
+        if !self.gates.is_empty() {
+            let fd = self.gates.remove(0);
+            let _ = rustix::io::write(&fd, b"1");
+        }
+    }
+
+    /// Open every remaining gate: the command starts.
+    pub fn release(&mut self) {
+        while !self.gates.is_empty() {
+            self.open_gate();
+        }
+        self.released.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// Read bwrap's first status document and hold the namespace init by a checked pidfd.
+    /// `None` when bwrap ended before reporting (its stderr says why).
+    pub async fn inner(&mut self, limit: Duration) -> Option<&ForeignProcess> {
+        if self.inner.is_none() {
+            let doc = tokio::time::timeout(limit, self.next_status())
+                .await
+                .ok()??;
+            let pid = doc.get("child-pid")?.as_i64()?;
+            let ns = doc.get("pid-namespace")?.as_u64()?;
+            self.inner = ForeignProcess::open(i32::try_from(pid).ok()?, ns);
+        }
+        self.inner.as_ref()
+    }
+
+    /// The next JSON document on the status pipe (bwrap concatenates several).
+    async fn next_status(&mut self) -> Option<serde_json::Value> {
+        let mut buf = [0u8; 1024];
+        loop {
+            let mut stream = serde_json::Deserializer::from_slice(&self.status_buf)
+                .into_iter::<serde_json::Value>();
+            if let Some(Ok(v)) = stream.next() {
+                let used = stream.byte_offset();
+                self.status_buf.drain(..used);
+                return Some(v);
+            }
+            match self.status.read(&mut buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => self.status_buf.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    /// Kill the sandbox: the namespace init (which takes every process of the namespace with
+    /// it) and the outer bwrap, and confirm both through their pidfds.
+    pub async fn kill_all(&self) -> Result<(), ProcessError> {
+        let inner = match &self.inner {
+            Some(i) => i.stop(KILL_GRACE).await,
+            None => Ok(()),
+        };
+        let outer = self.child.stop(KILL_GRACE).await.map(|_| ());
+        inner.and(outer)
+    }
+
+    /// Pump output and wait for the end, killing everything at `timeout`.
+    pub async fn finish(mut self, sink: &mut dyn OutputSink, timeout: Duration) -> Outcome {
+        let mut out = BoundedCapture::new(CAPTURE_HEAD, CAPTURE_TAIL);
+        let mut err = BoundedCapture::new(CAPTURE_HEAD, CAPTURE_TAIL);
+        let stdout = self.child.stdout.take();
+        let stderr = self.child.stderr.take();
+        let mut containment = Ok(());
+        let end;
+        {
+            let pump = pump_output(stdout, stderr, sink, &mut out, &mut err);
+            tokio::pin!(pump);
+            let deadline = tokio::time::sleep(timeout);
+            tokio::pin!(deadline);
+            let mut pumped = false;
+            let mut exit: Option<End> = None;
+            enum Event {
+                Pumped,
+                Exited(Result<Exit, ProcessError>),
+                Deadline,
+            }
+            loop {
+                let event = tokio::select! {
+                    _ = &mut pump, if !pumped => Event::Pumped,
+                    r = self.child.wait(), if exit.is_none() => Event::Exited(r),
+                    _ = &mut deadline, if exit.is_none() => Event::Deadline,
+                };
+                match event {
+                    Event::Pumped => pumped = true,
+                    Event::Exited(r) => {
+                        exit = Some(match r {
+                            Ok(Exit::Code(c)) => End::Exited(c),
+                            Ok(Exit::Signal(s)) => End::Signaled(s),
+                            Err(e) => {
+                                containment = Err(e);
+                                End::Signaled(libc::SIGKILL)
+                            }
+                        })
+                    }
+                    Event::Deadline => {
+                        if self.inner.is_none() {
+                            // Learn the namespace init if bwrap reported it meanwhile.
+                            let _ = self.inner(Duration::from_millis(50)).await;
+                        }
+                        containment = self.kill_all().await;
+                        exit = Some(End::TimedOut);
+                    }
+                }
+                if exit.is_some() && !pumped {
+                    if tokio::time::timeout(DRAIN_GRACE, &mut pump).await.is_err() {
+                        // Something still holds the pipes: the sandbox cannot be fully gone.
+                        containment = self.kill_all().await;
+                    }
+                    pumped = true;
+                }
+                if exit.is_some() && pumped {
+                    break;
+                }
+            }
+            end = exit.unwrap_or(End::TimedOut);
+        }
+        Outcome {
+            end,
+            stdout: out,
+            stderr: err,
+            containment,
+            setup_time: self.released.map(|r| r.duration_since(self.spawned)),
+        }
+    }
+}

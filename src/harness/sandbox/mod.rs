@@ -1,0 +1,336 @@
+//! `BubblewrapSandbox`: where a command runs. It turns a `SandboxSpec` into a bwrap process held
+//! by pidfds, preflights once (cached, terminal failures remembered) and runs the closed-network
+//! path; `netns` runs the network path on top of it. Invariant: the execution layer never knows
+//! why a command was allowed; it sees a `SandboxSpec` and nothing else.
+
+pub mod argv;
+pub mod env;
+pub(crate) mod launch;
+pub mod placeholders;
+pub mod preflight;
+mod preflight_cache;
+pub mod spec;
+
+pub use argv::build_argv;
+pub use launch::{End, Outcome};
+pub use preflight::PreflightFailure;
+pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Resource, Rlimit};
+use thiserror::Error;
+
+use crate::harness::process::{
+    ForeignProcess, NullSink, OutputSink, ProcessError, configure_namespaces,
+};
+use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
+use launch::{Running, StatusPipe};
+
+/// The execution layer's error: the machinery broke (as opposed to a command failing).
+#[derive(Debug, Error)]
+pub enum SandboxError {
+    #[error("{0}")]
+    Spec(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How long a preflight may take before it is declared failed (a hung mount cannot hang Spear).
+pub const PREFLIGHT_LIMIT: Duration = Duration::from_secs(10);
+/// How long bwrap may take to report its namespace init.
+const STATUS_LIMIT: Duration = Duration::from_secs(10);
+
+/// Host facts probed once per sandbox instance.
+#[derive(Debug, Clone)]
+pub struct HostLayout {
+    pub system: Vec<SystemEntry>,
+    pub masked: Vec<Masked>,
+    pub resolv_conf_dest: PathBuf,
+}
+
+impl HostLayout {
+    pub fn probe() -> Self {
+        let root = Path::new("/");
+        HostLayout {
+            system: spec::probe_system(root),
+            masked: spec::probe_secrets(root),
+            resolv_conf_dest: spec::resolv_conf_dest(root),
+        }
+    }
+}
+
+/// The limits a launch applies: rlimits in the child, a cap on the sandbox's PIDs, and
+/// optionally a systemd scope around it.
+#[derive(Debug, Clone, Default)]
+pub struct LaunchLimits {
+    pub rlimits: Vec<(Resource, Rlimit)>,
+    /// `pid_max` of the sandbox's PID namespace, set before the command starts.
+    pub pid_max: Option<u32>,
+    pub cgroup: Option<(SystemdScopeRunner, CgroupLimits)>,
+}
+
+pub struct BubblewrapSandbox {
+    bwrap: Option<PathBuf>,
+    slirp: Option<PathBuf>,
+    layout: HostLayout,
+    preflight: tokio::sync::Mutex<Option<Result<(), PreflightFailure>>>,
+    /// Network preflight results, per workspace (the sandbox is the other half of the key).
+    pub(crate) net_preflight: tokio::sync::Mutex<HashMap<PathBuf, Result<(), String>>>,
+    /// Set when a sandbox on the network path was told to die and its death could not be
+    /// confirmed: every later network request is refused for the life of this instance.
+    network_containment_failed: AtomicBool,
+}
+
+impl BubblewrapSandbox {
+    /// A sandbox whose helpers are looked up on `search_path` (a `PATH` value).
+    pub fn new(search_path: &OsStr) -> Self {
+        BubblewrapSandbox {
+            bwrap: find_in_path("bwrap", search_path),
+            slirp: find_in_path("slirp4netns", search_path),
+            layout: HostLayout::probe(),
+            preflight: tokio::sync::Mutex::new(None),
+            net_preflight: tokio::sync::Mutex::new(HashMap::new()),
+            network_containment_failed: AtomicBool::new(false),
+        }
+    }
+
+    pub fn layout(&self) -> &HostLayout {
+        &self.layout
+    }
+
+    /// The bwrap binary, or why there is none.
+    pub fn bwrap(&self) -> Result<&Path, String> {
+        self.bwrap.as_deref().ok_or_else(|| {
+            format!(
+                "bubblewrap (bwrap) is not installed or not on PATH, so no command can run \
+                 confined; {}",
+                preflight::INSTALL_BWRAP
+            )
+        })
+    }
+
+    /// The slirp4netns binary, or why there is none.
+    pub fn slirp(&self) -> Result<&Path, String> {
+        self.slirp.as_deref().ok_or_else(|| {
+            "slirp4netns is not installed or not on PATH, so a command that needs the network \
+             cannot get it; install it: `apt-get install slirp4netns`"
+                .to_string()
+        })
+    }
+
+    pub fn network_containment_failed(&self) -> bool {
+        self.network_containment_failed.load(Ordering::SeqCst)
+    }
+
+    /// Test-only: mark the network as poisoned, as a failed death confirmation would.
+    #[doc(hidden)]
+    pub fn poison_network_for_tests(&self) {
+        self.poison_network();
+    }
+
+    pub(crate) fn poison_network(&self) {
+        self.network_containment_failed
+            .store(true, Ordering::SeqCst);
+    }
+
+    /// Run the preflight once (the spec's command is replaced by the preflight script) and
+    /// remember the result; terminal failures are never probed again.
+    pub async fn ensure(&self, spec: SandboxSpec) -> Result<(), PreflightFailure> {
+        let mut cached = self.preflight.lock().await;
+        if let Some(r) = cached.as_ref()
+            && (r.is_ok() || r.as_ref().err().is_some_and(|f| f.is_terminal()))
+        {
+            return r.clone();
+        }
+        // Another Spear process may already have seen this exact sandbox work.
+        let entry = self.bwrap.as_deref().and_then(|b| {
+            let mut probe = spec.clone();
+            probe.command = Vec::new();
+            preflight_cache::entry(b, &build_argv(&probe))
+        });
+        if entry.as_deref().is_some_and(preflight_cache::is_fresh) {
+            *cached = Some(Ok(()));
+            return Ok(());
+        }
+        let result = self.preflight_once(spec).await;
+        if let (Ok(()), Some(e)) = (&result, &entry) {
+            preflight_cache::record(e);
+        }
+        *cached = Some(result.clone());
+        result
+    }
+
+    async fn preflight_once(&self, mut spec: SandboxSpec) -> Result<(), PreflightFailure> {
+        let mode = if spec.workspace_write { "rw" } else { "ro" };
+        spec.command = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            preflight::PREFLIGHT_SCRIPT.into(),
+            "spear-preflight".into(),
+            spec.workspace.clone().into(),
+            spec.home.clone().into(),
+            mode.into(),
+        ];
+        spec.network = SandboxNetwork::Closed;
+        let outcome = self
+            .run(
+                spec,
+                &LaunchLimits::default(),
+                &mut NullSink,
+                PREFLIGHT_LIMIT,
+            )
+            .await
+            .map_err(|e| match e {
+                SandboxError::Unavailable(r) => PreflightFailure::Absent(r),
+                SandboxError::Process(ProcessError::Spawn { program, source }) => {
+                    if source.kind() == std::io::ErrorKind::NotFound {
+                        PreflightFailure::Absent(format!(
+                            "{program} not found; {}",
+                            preflight::INSTALL_BWRAP
+                        ))
+                    } else {
+                        PreflightFailure::Inexecutable(format!(
+                            "{program} cannot be executed: {source}; reinstall bubblewrap"
+                        ))
+                    }
+                }
+                other => PreflightFailure::Failed(other.to_string()),
+            })?;
+        match outcome.end {
+            End::Exited(0) => Ok(()),
+            End::TimedOut => Err(PreflightFailure::Failed(format!(
+                "the preflight sandbox did not finish within {} s (a hung mount?)",
+                PREFLIGHT_LIMIT.as_secs()
+            ))),
+            End::Exited(c) => Err(preflight::classify_failure(c, &outcome.stderr.render())),
+            End::Signaled(s) => Err(PreflightFailure::Failed(format!(
+                "the preflight sandbox was killed by signal {s}"
+            ))),
+        }
+    }
+
+    /// Launch `spec` on the closed-network path and wait for it.
+    pub async fn run(
+        &self,
+        spec: SandboxSpec,
+        limits: &LaunchLimits,
+        sink: &mut dyn OutputSink,
+        timeout: Duration,
+    ) -> Result<Outcome, SandboxError> {
+        let mut running = self.start(spec, limits, Vec::new(), timeout).await?;
+        running.release();
+        Ok(running.finish(sink, timeout).await)
+    }
+
+    /// Spawn bwrap blocked right after it created the namespaces, hold its namespace init by a
+    /// checked pidfd, write the id maps, forbid nested user namespaces and apply the process
+    /// cap. The caller finishes the setup (network) and calls `release`. When bwrap ends (or
+    /// hangs) before reporting its init, it is killed and `finish` reports what it said.
+    pub(crate) async fn start(
+        &self,
+        mut spec: SandboxSpec,
+        limits: &LaunchLimits,
+        mut child_fds: Vec<OwnedFd>,
+        timeout: Duration,
+    ) -> Result<Running, SandboxError> {
+        let info = StatusPipe::new()?;
+        let gate = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
+        let (userns_read, userns_write) = gate().map_err(std::io::Error::from)?;
+        spec.info_fd = info.write.as_raw_fd();
+        spec.userns_block_fd = userns_read.as_raw_fd();
+        child_fds.push(info.write);
+        child_fds.push(userns_read);
+        let mut second_gate = None;
+        if matches!(spec.network, SandboxNetwork::Slirp { .. }) {
+            let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
+            spec.block_fd = Some(block_read.as_raw_fd());
+            child_fds.push(block_read);
+            second_gate = Some(block_write);
+        }
+        let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
+        running.hold_gate(userns_write);
+        if let Some(g) = second_gate {
+            running.hold_gate(g);
+        }
+        let setup = match running.inner(STATUS_LIMIT.min(timeout)).await {
+            None => Err(None),
+            Some(inner) => prepare_namespaces(inner, limits.pid_max).map_err(Some),
+        };
+        match setup {
+            Ok(()) => Ok(running),
+            // bwrap ended or hung before its command: nothing ran; finish reports bwrap's words.
+            Err(None) => {
+                let _ = running.kill_all().await;
+                Ok(running)
+            }
+            Err(Some(e)) => {
+                let _ = running.kill_all().await;
+                Err(SandboxError::Unavailable(format!(
+                    "the sandbox's namespaces could not be prepared: {e}"
+                )))
+            }
+        }
+    }
+
+    /// Spawn bwrap for `spec` (its fds already assigned), wrapped in a systemd scope when cgroup
+    /// limits are requested.
+    pub(crate) fn spawn(
+        &self,
+        spec: &SandboxSpec,
+        limits: &LaunchLimits,
+        status_read: OwnedFd,
+        child_fds: Vec<OwnedFd>,
+    ) -> Result<Running, SandboxError> {
+        let bwrap = self.bwrap().map_err(SandboxError::Unavailable)?;
+        let argv = build_argv(spec);
+        let (program, argv): (PathBuf, Vec<OsString>) = match &limits.cgroup {
+            None => (bwrap.to_path_buf(), argv),
+            Some((scope, cg)) => {
+                scope.available().map_err(SandboxError::Unavailable)?;
+                let mut full = vec![bwrap.as_os_str().to_os_string()];
+                full.extend(argv);
+                let wrapped = scope.wrap(&full, cg, &scope.unit_name());
+                let mut it = wrapped.into_iter();
+                let program = it.next().map(PathBuf::from).unwrap_or_default();
+                (program, it.collect())
+            }
+        };
+        Ok(Running::spawn(
+            &program,
+            &argv,
+            status_read,
+            child_fds,
+            &limits.rlimits,
+        )?)
+    }
+}
+
+/// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
+/// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied), then the settings
+/// only a process inside the namespaces can write. The pidfd is checked alive afterwards, so
+/// the numeric `/proc` paths named the held process throughout.
+fn prepare_namespaces(inner: &ForeignProcess, pid_max: Option<u32>) -> std::io::Result<()> {
+    let pid = inner.pid()?;
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
+    std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1\n"))?;
+    std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1\n"))?;
+    configure_namespaces(inner.fd(), pid_max)?;
+    if !inner.is_alive() {
+        return Err(std::io::Error::other(
+            "the sandbox's namespace init died while it was being prepared",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,26 @@
+//! Live tests of the execution layer under real bubblewrap: confinement, limits, process
+//! control, the network path, and the refusal when a mechanism is missing. A missing mechanism
+//! fails these tests with what to install; nothing is skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "execution/support.rs"]
+mod support;
+
+#[path = "execution/confinement.rs"]
+mod confinement;
+
+#[path = "execution/discipline.rs"]
+mod discipline;
+
+#[path = "execution/limits.rs"]
+mod limits;
+
+#[path = "execution/network.rs"]
+mod network;
+
+#[path = "execution/mechanisms.rs"]
+mod mechanisms;
+
+#[path = "execution/cli.rs"]
+mod cli;

@@ -1,0 +1,217 @@
+//! Resource limits and process control: each runaway ends as reported, nothing survives, and
+//! Spear's own memory stays bounded.
+
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+use spear::harness::primitives::ToolStatus;
+use spear::harness::resource_control::ResourceLimits;
+use spear::harness::runtime::{CommandRunner, RunRequest};
+
+fn limited(ws: &std::path::Path, limits: ResourceLimits) -> CommandRunner {
+    let mut cfg = config(ws);
+    cfg.resource_limits = limits;
+    CommandRunner::new(cfg).unwrap()
+}
+
+fn marker(tag: &str) -> String {
+    format!("spear-{tag}-{}-{}", std::process::id(), rand_suffix())
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64
+}
+
+async fn assert_none_survive(marker: &str) {
+    // The namespace is gone when run() returns; give /proc a moment to agree.
+    for _ in 0..20 {
+        if processes_with(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "processes survived the sandbox: {:?}",
+        processes_with(marker)
+    );
+}
+
+#[tokio::test]
+async fn a_process_flood_stops_at_the_process_cap() {
+    // Bounded (1000 sleeps at most), so a broken cap cannot hurt the host.
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            processes: Some(128),
+            ..ResourceLimits::default()
+        },
+    );
+    let cmd = r#"perl -e 'my $n = 0; for (1..1000) { my $p = fork; last unless defined $p; if (!$p) { sleep 30; exit } $n++ } print "forked=$n\n"'"#;
+    let res = run_t(&r, writable(), cmd, Some(Duration::from_secs(20))).await;
+    assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+    let n: u32 = res
+        .stdout
+        .trim()
+        .trim_start_matches("forked=")
+        .parse()
+        .unwrap();
+    assert!(
+        (100..=301).contains(&n),
+        "{n} processes forked under a cap of 128 (pid_max 301)"
+    );
+}
+
+#[tokio::test]
+async fn a_fork_bomb_hits_the_process_limit_and_dies_with_its_sandbox() {
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            processes: Some(128),
+            ..ResourceLimits::default()
+        },
+    );
+    let m = marker("bomb");
+    let cmd = format!("# {m}\nb() {{ b | b & }}; b; sleep 10");
+    let res = run_t(&r, writable(), &cmd, Some(Duration::from_secs(3))).await;
+    assert_eq!(res.status, ToolStatus::Timeout, "{res:?}");
+    assert!(
+        res.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("too many processes"),
+        "{res:?}"
+    );
+    assert_none_survive(&m).await;
+}
+
+#[tokio::test]
+async fn a_memory_hog_is_refused_its_memory() {
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            data_bytes: Some(256 << 20),
+            ..ResourceLimits::default()
+        },
+    );
+    let res = run(
+        &r,
+        writable(),
+        r#"perl -e '$x = "a" x (1 << 30); print length $x'"#,
+    )
+    .await;
+    assert_failed_saying(&res, "out of memory");
+}
+
+#[tokio::test]
+async fn a_cpu_spinner_is_killed_by_the_cpu_limit() {
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            cpu_seconds: Some(1),
+            ..ResourceLimits::default()
+        },
+    );
+    let started = Instant::now();
+    let res = run(&r, writable(), "while :; do :; done").await;
+    assert_failed_saying(&res, "CPU time limit");
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn a_file_larger_than_the_limit_is_stopped() {
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            file_size_bytes: Some(1 << 20),
+            ..ResourceLimits::default()
+        },
+    );
+    let res = run(&r, writable(), "head -c 4194304 /dev/zero > big").await;
+    assert_failed_saying(&res, "file too large");
+    assert_eq!(std::fs::metadata(ws.join("big")).unwrap().len(), 1 << 20);
+}
+
+fn status_kib(field: &str) -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_gigabyte_of_output_streams_through_with_bounded_memory() {
+    let (_d, ws) = workspace();
+    let r = runner(&ws);
+    let sink = Counting::default();
+    let hwm_before = status_kib("VmHWM:");
+    let req = RunRequest {
+        command: "head -c 1073741824 /dev/zero; echo tail-marker".into(),
+        profile: read_only(),
+        timeout: Some(Duration::from_secs(60)),
+    };
+    let res = r.run(&req, &mut sink.clone()).await;
+    let hwm_after = status_kib("VmHWM:");
+    assert_eq!(res.status, ToolStatus::Ok, "{:?}", res.reason);
+    assert_eq!(
+        sink.0.lock().unwrap().0,
+        (1 << 30) + "tail-marker\n".len() as u64
+    );
+    assert!(
+        res.stdout.len() < 200 * 1024,
+        "the result kept {} bytes",
+        res.stdout.len()
+    );
+    assert!(res.stdout.ends_with("tail-marker\n") && res.stdout.contains("bytes omitted"));
+    let grown = hwm_after.saturating_sub(hwm_before);
+    assert!(
+        grown < 64 * 1024,
+        "Spear's peak memory grew by {grown} KiB during the flood"
+    );
+}
+
+#[tokio::test]
+async fn setsid_and_nohup_daemons_die_with_the_sandbox() {
+    let (_d, ws) = workspace();
+    let r = runner(&ws);
+    let m = marker("daemon");
+    // `exec -a` names each daemon with the marker so /proc can find any survivor.
+    let cmd = format!(
+        "setsid bash -c 'exec -a {m}-a sleep 1000' </dev/null >/dev/null 2>&1 & \
+         nohup bash -c 'exec -a {m}-b sleep 1000' >/dev/null 2>&1 & \
+         (bash -c 'exec -a {m}-c sleep 1000' &); sleep 0.2; echo started"
+    );
+    let res = run(&r, writable(), &cmd).await;
+    assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+    assert!(res.stdout.contains("started"));
+    assert_none_survive(&m).await;
+}
+
+#[tokio::test]
+async fn a_timeout_kills_the_whole_sandbox_including_daemons() {
+    let (_d, ws) = workspace();
+    let r = runner(&ws);
+    let m = marker("timeout");
+    let cmd = format!("# {m}\nsetsid bash -c 'sleep 999 # {m}' & sleep 999");
+    let started = Instant::now();
+    let res = run_t(&r, writable(), &cmd, Some(Duration::from_millis(500))).await;
+    assert_eq!(res.status, ToolStatus::Timeout, "{res:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        res.reason.as_deref().unwrap().contains("time limit"),
+        "{res:?}"
+    );
+    assert_none_survive(&m).await;
+}
