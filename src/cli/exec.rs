@@ -4,16 +4,19 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use spear::harness::audit::{AuditEvent, AuditLogger, AuditTarget, Decision, default_state_home};
 use spear::harness::command_policy::{
     ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandPolicy, PolicyConfig,
 };
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
-use spear::harness::process::{NullSink, OutputSink, OutputStream};
+use spear::harness::process::{OutputSink, OutputStream};
 use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
+use spear::harness::target_policy::TargetPolicy;
+use spear::harness::workspace::Workspace;
 
 #[derive(Args)]
 pub struct ExecArgs {
@@ -35,43 +38,78 @@ pub struct ExecArgs {
 }
 
 pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let workspace = std::env::current_dir().context("cannot read the current directory")?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let workspace =
+        Workspace::new(&cwd).context("cannot use the current directory as the workspace")?;
+    let root = workspace.project_root().to_path_buf();
+    let audit = open_audit(&root)?;
     let command = join_command(&args.command);
     let policy = CommandPolicy::new(PolicyConfig {
         network_enabled: args.network,
-        workspace_root: Some(workspace.clone()),
+        workspace_root: Some(root.clone()),
         host_read_paths: Vec::new(),
     });
+    let targets = TargetPolicy::default();
+    let started = Instant::now();
     let assessment = policy.classify(&command);
-    let result = match policy.authorize(args.mode, &assessment, &TtyApprover) {
-        AuthorizationResult::Denied { reason } => ToolResult::denied(reason),
-        AuthorizationResult::Cancelled { reason } => ToolResult::cancelled(reason),
-        AuthorizationResult::Granted { profile, .. } => {
-            let mut config = RunnerConfig::for_workspace(&workspace);
-            if let Some(t) = args.timeout {
-                anyhow::ensure!(
-                    t > 0.0 && t.is_finite(),
-                    "--timeout must be a positive number"
-                );
-                config.default_timeout = Duration::from_secs_f64(t);
+    let mut event = AuditEvent::new(session_id(), "exec", Decision::Allowed);
+    event.target = AuditTarget::Command(command.clone());
+    event.class = Some(assessment.class);
+    event.mode = Some(args.mode);
+    let result = if let Err(refusal) = targets.check_command_writes(&workspace, &assessment) {
+        event.decision = Decision::Refused;
+        event.refusal_rule = Some(refusal.rule.as_str().to_string());
+        ToolResult::denied(refusal.reason)
+    } else {
+        match policy.authorize(args.mode, &assessment, &TtyApprover) {
+            AuthorizationResult::Denied { reason } => {
+                event.decision = Decision::Denied;
+                ToolResult::denied(reason)
             }
-            let runner = CommandRunner::new(config).context("cannot set up the sandbox")?;
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")?;
-            let request = RunRequest {
-                command: command.clone(),
-                profile,
-                timeout: None,
-            };
-            if args.json {
-                rt.block_on(runner.run(&request, &mut NullSink))
-            } else {
-                rt.block_on(runner.run(&request, &mut Terminal))
+            AuthorizationResult::Cancelled { reason } => {
+                event.decision = Decision::Cancelled;
+                ToolResult::cancelled(reason)
+            }
+            AuthorizationResult::Granted { profile, asked, .. } => {
+                if asked {
+                    event.decision = Decision::Approved;
+                }
+                let mut config = RunnerConfig::for_workspace(&root);
+                config.protected_paths = targets.protected_dirs(&root, PROTECTED_SCAN_BUDGET);
+                if let Some(t) = args.timeout {
+                    anyhow::ensure!(
+                        t > 0.0 && t.is_finite(),
+                        "--timeout must be a positive number of seconds"
+                    );
+                    config.default_timeout = Duration::from_secs_f64(t);
+                }
+                let runner = CommandRunner::new(config).context("cannot set up the sandbox")?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .context("cannot start the async runtime")?;
+                let request = RunRequest {
+                    command: command.clone(),
+                    profile,
+                    timeout: None,
+                };
+                let mut sink = CountingSink {
+                    echo: !args.json,
+                    bytes: 0,
+                };
+                let result = rt.block_on(runner.run(&request, &mut sink));
+                event.output_bytes = Some(sink.bytes);
+                result
             }
         }
     };
+    event.status = Some(result.status);
+    event.exit_code = result.exit_code;
+    event.duration = Some(started.elapsed());
+    event.changed_paths = Some(result.changed_paths.len() as u64);
+    audit
+        .append(&event)
+        .context("cannot write the audit record for this command")?;
     if args.json {
         let mut v = serde_json::to_value(&result)?;
         if let Some(o) = v.as_object_mut() {
@@ -86,6 +124,32 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::from(exit_code(&result)))
+}
+
+/// How many directory entries the protected-path scan may look at before the sandbox starts.
+const PROTECTED_SCAN_BUDGET: usize = 50_000;
+
+/// The audit log for this workspace. It must lie outside the workspace: a sandboxed command
+/// gets the workspace and could otherwise rewrite its own record. No log, no run.
+fn open_audit(root: &std::path::Path) -> anyhow::Result<AuditLogger> {
+    let state = default_state_home().context("cannot find a state directory for the audit log")?;
+    let state_real = state.canonicalize().unwrap_or_else(|_| state.clone());
+    anyhow::ensure!(
+        !state_real.starts_with(root),
+        "the state directory {} is inside the workspace, where a sandboxed command could edit \
+         the audit log; point XDG_STATE_HOME elsewhere",
+        state.display()
+    );
+    AuditLogger::open_in(&state, root).context("cannot open the audit log; nothing was run")
+}
+
+/// A session id for one `spear exec` process: its pid and start time, enough to group records.
+fn session_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("exec-{}-{secs}", std::process::id())
 }
 
 /// One argument is a script as written; several are shell-quoted and joined, so what is
@@ -120,11 +184,19 @@ fn exit_code(r: &ToolResult) -> u8 {
     }
 }
 
-/// Streams the command's output to this process's stdout and stderr as it comes.
-struct Terminal;
+/// Counts the command's output (the audit records its size, never its content) and, unless
+/// JSON was asked for, streams it to this process's stdout and stderr as it comes.
+struct CountingSink {
+    echo: bool,
+    bytes: u64,
+}
 
-impl OutputSink for Terminal {
+impl OutputSink for CountingSink {
     fn write(&mut self, stream: OutputStream, bytes: &[u8]) {
+        self.bytes += bytes.len() as u64;
+        if !self.echo {
+            return;
+        }
         let _ = match stream {
             OutputStream::Stdout => std::io::stdout().write_all(bytes),
             OutputStream::Stderr => std::io::stderr().write_all(bytes),

@@ -273,6 +273,40 @@ impl TargetPolicy {
     }
 
     /// The first directory rule whose components appear consecutively in `comps`.
+    /// The directories under `root` that this policy protects (`vendor/`, `generated/`, …),
+    /// relative to `root`, for the sandbox to bind read-only. The walk never follows links,
+    /// skips `.git`, does not descend into a protected directory, and stops after `budget`
+    /// entries (a huge tree is protected by the gates in front of the sandbox regardless).
+    pub fn protected_dirs(&self, root: &Path, budget: usize) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut stack = vec![PathBuf::new()];
+        let mut seen = 0usize;
+        while let Some(rel) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                seen += 1;
+                if seen > budget {
+                    return found;
+                }
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if !kind.is_dir() || entry.file_name() == ".git" {
+                    continue;
+                }
+                let child = rel.join(entry.file_name());
+                if self.path_rule(&components(&child)).is_some() {
+                    found.push(child);
+                } else {
+                    stack.push(child);
+                }
+            }
+        }
+        found
+    }
+
     fn path_rule(&self, comps: &[String]) -> Option<(TargetRule, String)> {
         self.dirs.iter().find_map(|(rule, seq)| {
             comps
@@ -337,6 +371,33 @@ fn components(p: &Path) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn protected_dirs_are_found_without_following_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for d in [
+            "src/generated/x",
+            "vendor/a",
+            "web/node_modules/b",
+            "build/tmp",
+            "ok/deep",
+            ".git/vendor",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("vendor")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
+        let mut got = super::TargetPolicy::default().protected_dirs(root, 10_000);
+        got.sort();
+        let want: Vec<std::path::PathBuf> =
+            ["build/tmp", "src/generated", "vendor", "web/node_modules"]
+                .iter()
+                .map(Into::into)
+                .collect();
+        assert_eq!(got, want);
+    }
+
     use super::*;
 
     #[test]

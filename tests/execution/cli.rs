@@ -2,7 +2,7 @@
 
 use assert_cmd::Command;
 
-use crate::support::{require_bwrap, workspace};
+use crate::support::{require_bwrap, state_dir, workspace};
 
 /// The spear binary: Cargo's, or a copy named by `SPEAR_BIN` (scripts/test-unprivileged).
 fn spear_bin() -> std::path::PathBuf {
@@ -14,8 +14,90 @@ fn spear_bin() -> std::path::PathBuf {
 fn spear(dir: &std::path::Path) -> Command {
     require_bwrap();
     let mut c = Command::new(spear_bin());
-    c.current_dir(dir);
+    c.current_dir(dir).env("XDG_STATE_HOME", state_dir(dir));
     c
+}
+
+/// The audit records `spear exec` left for the workspace, as JSON values.
+fn audit_records(ws: &std::path::Path) -> Vec<serde_json::Value> {
+    let out = spear(ws).args(["audit", "--json"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn exec_audits_every_attempt_and_refusal() {
+    let (_d, ws) = workspace();
+    spear(&ws)
+        .args(["exec", "--mode", "auto", "--", "echo hi > a.txt"])
+        .assert()
+        .code(0);
+    spear(&ws)
+        .args(["exec", "--mode", "safe", "--", "touch b"])
+        .assert()
+        .code(126);
+    std::fs::create_dir(ws.join("vendor")).unwrap();
+    spear(&ws)
+        .args(["exec", "--mode", "auto", "--", "echo x > vendor/lib.rs"])
+        .assert()
+        .code(126);
+    assert!(!ws.join("vendor/lib.rs").exists());
+    let records = audit_records(&ws);
+    assert_eq!(records.len(), 3, "{records:?}");
+    assert_eq!(records[0]["decision"], "allowed");
+    assert_eq!(records[0]["status"], "ok");
+    assert_eq!(records[0]["class"], "WORKSPACE_MUTATING");
+    assert_eq!(records[1]["decision"], "denied");
+    assert_eq!(records[2]["decision"], "refused");
+    assert_eq!(records[2]["refusal_rule"], "third_party");
+    // Metadata only: the output of the first command is nowhere in the log.
+    let log = std::fs::read_dir(state_dir(&ws).join("spear/audit"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(!log.contains("\"hi\\n\""));
+    spear(&ws).args(["audit", "--verify"]).assert().code(0);
+}
+
+#[test]
+fn protected_directories_stay_read_only_when_the_classifier_cannot_see_the_write() {
+    let (_d, ws) = workspace();
+    std::fs::create_dir_all(ws.join("src/generated")).unwrap();
+    std::fs::write(ws.join("src/generated/api.rs"), "// generated\n").unwrap();
+    // The target is computed at run time, so only the sandbox can stop it.
+    spear(&ws)
+        .args([
+            "exec",
+            "--mode",
+            "auto",
+            "--",
+            "d=src/gen; echo x > ${d}erated/api.rs; echo y > ${d}erated/new.rs",
+        ])
+        .assert()
+        .failure();
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/generated/api.rs")).unwrap(),
+        "// generated\n"
+    );
+    assert!(!ws.join("src/generated/new.rs").exists());
+}
+
+#[test]
+fn exec_refuses_to_run_without_an_audit_log_outside_the_workspace() {
+    let (_d, ws) = workspace();
+    spear(&ws)
+        .env("XDG_STATE_HOME", ws.join(".state"))
+        .args(["exec", "--mode", "auto", "--", "touch marker"])
+        .assert()
+        .failure();
+    assert!(!ws.join("marker").exists());
 }
 
 #[test]

@@ -36,8 +36,17 @@ pub fn workspace() -> (tempfile::TempDir, PathBuf) {
         .prefix("spear-ws-")
         .tempdir()
         .unwrap();
-    let p = d.path().canonicalize().unwrap();
+    // The workspace is a directory of its own so its siblings (the state directory that
+    // holds the audit log) lie outside it, as they do for a real project.
+    let p = d.path().canonicalize().unwrap().join("ws");
+    std::fs::create_dir(&p).unwrap();
+    std::fs::create_dir(d.path().join("state")).unwrap();
     (d, p)
+}
+
+/// The state directory (audit log) that goes with a `workspace()`.
+pub fn state_dir(ws: &Path) -> PathBuf {
+    ws.parent().unwrap().join("state")
 }
 
 pub fn config(ws: &Path) -> RunnerConfig {
