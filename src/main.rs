@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => cli::audit::run(args),
         Some(Command::Exec(args)) => cli::exec::run(args),
         Some(Command::Doctor(args)) => cli::doctor::run(args),
-        None => cli::no_subcommand(),
+        None => cli::no_subcommand(cli.workspace, cli.mode),
     };
     match outcome {
         Ok(code) => code,

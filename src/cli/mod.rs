@@ -7,11 +7,26 @@ pub mod exec;
 
 use std::process::ExitCode;
 
-/// `spear` with no subcommand. The full-screen interface is not built yet; say so honestly.
-pub fn no_subcommand() -> anyhow::Result<ExitCode> {
-    eprintln!(
-        "spear: the full-screen interface is not built yet.\n\
-         Available now: `spear classify` (see `spear --help`)."
+/// `spear` with no subcommand. The full-screen interface is not built yet; say so honestly,
+/// and say what can be used on this workspace today.
+pub fn no_subcommand(
+    workspace: Option<std::path::PathBuf>,
+    mode: Option<spear::harness::primitives::ExecutionMode>,
+) -> anyhow::Result<ExitCode> {
+    let dir = match workspace {
+        Some(d) => d,
+        None => std::env::current_dir()?,
+    };
+    let mode = mode.unwrap_or(spear::harness::primitives::ExecutionMode::Ask);
+    println!(
+        "Spear on {} ({mode} mode).\n\
+         The full-screen interface is not built yet. Available now:\n  \
+         spear classify COMMAND...        what a command would do, before it runs\n  \
+         spear exec -- COMMAND            run one command through the harness, confined\n  \
+         spear doctor                     which confinement mechanisms work here\n  \
+         spear audit [--verify]           the workspace's audit log\n\
+         See `spear --help`.",
+        dir.display()
     );
     Ok(ExitCode::SUCCESS)
 }
