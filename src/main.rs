@@ -29,6 +29,8 @@ enum Command {
     Classify(cli::classify::ClassifyArgs),
     /// Read, follow or verify the workspace's audit log.
     Audit(cli::audit::AuditArgs),
+    /// Run one tool call through the router, as the model makes it.
+    Tool(cli::tool::ToolArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Some(Command::Classify(args)) => cli::classify::run(args),
         Some(Command::Audit(args)) => cli::audit::run(args),
+        Some(Command::Tool(args)) => cli::tool::run(args, cli.workspace),
         None => cli::no_subcommand(),
     };
     match outcome {
