@@ -2,3 +2,4 @@
 //! recorded. The library holds the layers; `main.rs` only wires them to a command line.
 
 pub mod harness;
+pub mod tools;

@@ -33,6 +33,8 @@ enum Command {
     Exec(cli::exec::ExecArgs),
     /// Report which confinement mechanisms work here, and how to fix those that do not.
     Doctor(cli::doctor::DoctorArgs),
+    /// Run one tool call through the router, as the model makes it.
+    Tool(cli::tool::ToolArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Some(Command::Audit(args)) => cli::audit::run(args),
         Some(Command::Exec(args)) => cli::exec::run(args),
         Some(Command::Doctor(args)) => cli::doctor::run(args),
+        Some(Command::Tool(args)) => cli::tool::run(args, cli.workspace),
         None => cli::no_subcommand(cli.workspace, cli.mode),
     };
     match outcome {

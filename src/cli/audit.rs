@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -36,7 +36,7 @@ pub struct AuditArgs {
 pub fn run(args: AuditArgs) -> anyhow::Result<ExitCode> {
     let root = match &args.workspace {
         Some(dir) => dir.clone(),
-        None => default_workspace()?,
+        None => super::default_workspace()?,
     };
     let root = root
         .canonicalize()
@@ -119,15 +119,6 @@ fn verify(paths: &AuditPaths) -> anyhow::Result<ExitCode> {
 }
 
 /// The git root above the current directory, or the current directory.
-fn default_workspace() -> anyhow::Result<PathBuf> {
-    let cwd = std::env::current_dir().context("current directory")?;
-    Ok(cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .map(Path::to_path_buf)
-        .unwrap_or(cwd))
-}
-
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }

@@ -2,16 +2,14 @@
 //! terminal in ASK mode), run confined, print. Exit codes: the command's own when it ran, 124 on
 //! timeout, 126 when refused or cancelled, 127 when not found, 125 when Spear could not run it.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use spear::harness::audit::{AuditEvent, AuditLogger, AuditTarget, Decision, default_state_home};
-use spear::harness::command_policy::{
-    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandPolicy, PolicyConfig,
-};
+use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
+use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use spear::harness::process::{OutputSink, OutputStream};
 use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
@@ -42,7 +40,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let workspace =
         Workspace::new(&cwd).context("cannot use the current directory as the workspace")?;
     let root = workspace.project_root().to_path_buf();
-    let audit = open_audit(&root)?;
+    let audit = super::common::open_audit(&root)?;
     let command = join_command(&args.command);
     let policy = CommandPolicy::new(PolicyConfig {
         network_enabled: args.network,
@@ -61,7 +59,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         event.refusal_rule = Some(refusal.rule.as_str().to_string());
         ToolResult::denied(refusal.reason)
     } else {
-        match policy.authorize(args.mode, &assessment, &TtyApprover) {
+        match policy.authorize(args.mode, &assessment, &super::common::TtyApprover) {
             AuthorizationResult::Denied { reason } => {
                 event.decision = Decision::Denied;
                 ToolResult::denied(reason)
@@ -75,7 +73,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                     event.decision = Decision::Approved;
                 }
                 let mut config = RunnerConfig::for_workspace(&root);
-                config.protected_paths = targets.protected_dirs(&root, PROTECTED_SCAN_BUDGET);
+                config.protected_paths =
+                    targets.protected_dirs(&root, super::common::PROTECTED_SCAN_BUDGET);
                 if let Some(t) = args.timeout {
                     anyhow::ensure!(
                         t > 0.0 && t.is_finite(),
@@ -123,24 +122,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
             result.reason.as_deref().unwrap_or("no reason given")
         );
     }
-    Ok(ExitCode::from(exit_code(&result)))
-}
-
-/// How many directory entries the protected-path scan may look at before the sandbox starts.
-const PROTECTED_SCAN_BUDGET: usize = 50_000;
-
-/// The audit log for this workspace. It must lie outside the workspace: a sandboxed command
-/// gets the workspace and could otherwise rewrite its own record. No log, no run.
-fn open_audit(root: &std::path::Path) -> anyhow::Result<AuditLogger> {
-    let state = default_state_home().context("cannot find a state directory for the audit log")?;
-    let state_real = state.canonicalize().unwrap_or_else(|_| state.clone());
-    anyhow::ensure!(
-        !state_real.starts_with(root),
-        "the state directory {} is inside the workspace, where a sandboxed command could edit \
-         the audit log; point XDG_STATE_HOME elsewhere",
-        state.display()
-    );
-    AuditLogger::open_in(&state, root).context("cannot open the audit log; nothing was run")
+    Ok(super::common::exit_code(result.status, result.exit_code))
 }
 
 /// A session id for one `spear exec` process: its pid and start time, enough to group records.
@@ -172,18 +154,6 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// DESIGN.md's exit codes.
-fn exit_code(r: &ToolResult) -> u8 {
-    match r.status {
-        ToolStatus::Ok => r.exit_code.map_or(0, |c| c.clamp(0, 255) as u8),
-        ToolStatus::Timeout => 124,
-        ToolStatus::Denied | ToolStatus::Cancelled => 126,
-        ToolStatus::NotFound => 127,
-        ToolStatus::InvalidPath => 126,
-        ToolStatus::Failed => r.exit_code.map_or(125, |c| c.clamp(1, 255) as u8),
-    }
-}
-
 /// Counts the command's output (the audit records its size, never its content) and, unless
 /// JSON was asked for, streams it to this process's stdout and stderr as it comes.
 struct CountingSink {
@@ -204,46 +174,6 @@ impl OutputSink for CountingSink {
     }
 }
 
-/// Asks on the controlling terminal; without one, the answer is `cancelled`.
-struct TtyApprover;
-
-impl Approver for TtyApprover {
-    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        let Ok(tty) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/tty")
-        else {
-            return ApprovalDecision::Cancel(
-                "no terminal to ask for confirmation on, so the request was cancelled".into(),
-            );
-        };
-        let mut out = &tty;
-        let caps: Vec<String> = request.asking_for.iter().map(|c| c.to_string()).collect();
-        let _ = writeln!(
-            out,
-            "spear ({} mode) wants to run: {}",
-            request.mode, request.command
-        );
-        let _ = writeln!(out, "  class {}; needs {}", request.class, caps.join(", "));
-        for r in &request.reasons {
-            let _ = writeln!(out, "  - {r}");
-        }
-        let _ = write!(out, "Allow? [y/N] ");
-        let _ = out.flush();
-        let mut line = String::new();
-        match std::io::BufReader::new(&tty).read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                ApprovalDecision::Cancel("the terminal closed before an answer".into())
-            }
-            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                ApprovalDecision::Approve
-            }
-            Ok(_) => ApprovalDecision::Deny(None),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,6 +189,8 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_design() {
+        use super::super::common::exit_number as code;
+        let exit_code = |r: &ToolResult| code(r.status, r.exit_code);
         let mut ok = ToolResult::ok("");
         ok.exit_code = Some(3);
         assert_eq!(exit_code(&ok), 3);

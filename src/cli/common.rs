@@ -1,0 +1,85 @@
+//! What the subcommands that run tools share: asking on the terminal, the audit log that must
+//! live outside the workspace, the sandbox runner, and DESIGN.md's exit codes.
+
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use spear::harness::audit::{AuditLogger, default_state_home};
+use spear::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
+use spear::harness::primitives::ToolStatus;
+
+/// How many directory entries the protected-path scan may look at before the sandbox starts.
+pub const PROTECTED_SCAN_BUDGET: usize = 50_000;
+
+/// The audit log for this workspace. It must lie outside the workspace: a sandboxed command
+/// gets the workspace and could otherwise rewrite its own record. No log, no run.
+pub fn open_audit(root: &std::path::Path) -> anyhow::Result<AuditLogger> {
+    let state = default_state_home().context("cannot find a state directory for the audit log")?;
+    let state_real = state.canonicalize().unwrap_or_else(|_| state.clone());
+    anyhow::ensure!(
+        !state_real.starts_with(root),
+        "the state directory {} is inside the workspace, where a sandboxed command could edit \
+         the audit log; point XDG_STATE_HOME elsewhere",
+        state.display()
+    );
+    AuditLogger::open_in(&state, root).context("cannot open the audit log; nothing was run")
+}
+
+/// DESIGN.md's exit codes: the command's own when it ran, 124 timeout, 126 refused or
+/// cancelled, 127 not found, 125 when Spear could not run it.
+pub fn exit_code(status: ToolStatus, code: Option<i32>) -> ExitCode {
+    ExitCode::from(exit_number(status, code))
+}
+
+/// The number behind [`exit_code`].
+pub fn exit_number(status: ToolStatus, code: Option<i32>) -> u8 {
+    let n = match status {
+        ToolStatus::Ok => code.map_or(0, |c| c.clamp(0, 255)),
+        ToolStatus::Timeout => 124,
+        ToolStatus::Denied | ToolStatus::Cancelled | ToolStatus::InvalidPath => 126,
+        ToolStatus::NotFound => 127,
+        ToolStatus::Failed => code.map_or(125, |c| c.clamp(1, 255)),
+    };
+    u8::try_from(n).unwrap_or(125)
+}
+
+/// Asks on the controlling terminal; without one, the answer is `cancelled`.
+pub struct TtyApprover;
+
+impl Approver for TtyApprover {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        let Ok(tty) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+        else {
+            return ApprovalDecision::Cancel(
+                "no terminal to ask for confirmation on, so the request was cancelled".into(),
+            );
+        };
+        let mut out = &tty;
+        let caps: Vec<String> = request.asking_for.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(
+            out,
+            "spear ({} mode) wants to run: {}",
+            request.mode, request.command
+        );
+        let _ = writeln!(out, "  class {}; needs {}", request.class, caps.join(", "));
+        for r in &request.reasons {
+            let _ = writeln!(out, "  - {r}");
+        }
+        let _ = write!(out, "Allow? [y/N] ");
+        let _ = out.flush();
+        let mut line = String::new();
+        match std::io::BufReader::new(&tty).read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                ApprovalDecision::Cancel("the terminal closed before an answer".into())
+            }
+            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                ApprovalDecision::Approve
+            }
+            Ok(_) => ApprovalDecision::Deny(None),
+        }
+    }
+}

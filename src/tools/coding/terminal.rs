@@ -1,0 +1,161 @@
+//! `terminal {command, timeout?}`: one shell command in the sandbox, through the command policy.
+//! 180 s unless the call asks for another timeout, which replaces the sandbox's default for this
+//! call; more than 600 s is refused. Output streams into the ResultStore; the model sees at most
+//! 50,000 characters (head and tail) with a marker saying how much was cut and where the whole
+//! output is. Host commands typed alone are answered by SpearHost and never reach a shell.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::primitives::ToolResult;
+use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::host::SpearHost;
+use crate::tools::host_command::{HostCommand, HostCommandUse, detect};
+
+pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+
+pub fn schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["command"],
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "A bash command line"},
+            "timeout": {"type": "integer", "minimum": 1,
+                        "description": "Seconds before the command is killed (default 180, at most 600)"}
+        }
+    })
+}
+
+pub struct Terminal;
+
+impl ToolHandler for Terminal {
+    fn plan(&self, args: &Value, host: &SpearHost) -> Result<Plan, Refusal> {
+        let command = args["command"].as_str().unwrap_or_default().to_string();
+        let secs = args
+            .get("timeout")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TIMEOUT_SECS);
+        let assessment = host.classify(&command);
+        match detect(&command, &assessment) {
+            HostCommandUse::Alone(cmd) => {
+                return Ok(Plan {
+                    targets: Vec::new(),
+                    command: None,
+                    audit_target: Some(command),
+                    action: Box::new(HostAction { cmd }),
+                });
+            }
+            HostCommandUse::Embedded(why) => {
+                return Err(Refusal::new(
+                    Gate::Arguments,
+                    "host_command_syntax",
+                    ToolResult::denied(why),
+                ));
+            }
+            HostCommandUse::None => {}
+        }
+        if secs > MAX_TIMEOUT_SECS {
+            return Err(Refusal::new(
+                Gate::Arguments,
+                "timeout_too_long",
+                ToolResult::denied(format!(
+                    "a timeout of {secs} s is refused: the most a command may run is \
+                     {MAX_TIMEOUT_SECS} s; split the work or ask for {MAX_TIMEOUT_SECS} or less"
+                )),
+            ));
+        }
+        Ok(Plan {
+            targets: Vec::new(),
+            command: Some(assessment),
+            audit_target: Some(command.clone()),
+            action: Box::new(RunCommand {
+                command,
+                timeout: Duration::from_secs(secs),
+            }),
+        })
+    }
+}
+
+struct HostAction {
+    cmd: HostCommand,
+}
+
+impl Action for HostAction {
+    fn prepare(
+        &mut self,
+        _host: &SpearHost,
+        _paths: &[crate::harness::workspace::WorkspacePath],
+    ) -> Result<Option<String>, ToolResult> {
+        Ok(Some(format!(
+            "{} {} (answered by Spear)",
+            self.cmd.name,
+            self.cmd.args.join(" ")
+        )))
+    }
+
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+        host.answer(&self.cmd).into()
+    }
+}
+
+struct RunCommand {
+    command: String,
+    timeout: Duration,
+}
+
+impl Action for RunCommand {
+    fn prepare(
+        &mut self,
+        _host: &SpearHost,
+        _paths: &[crate::harness::workspace::WorkspacePath],
+    ) -> Result<Option<String>, ToolResult> {
+        Ok(Some(format!("$ {}", self.command)))
+    }
+
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+        let mut sink = match host.results().create() {
+            Ok(w) => w,
+            Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
+        };
+        let outcome = host.run_command(&self.command, ctx.profile, self.timeout, &mut sink);
+        let id = sink.id().to_string();
+        let stored = match sink.finish() {
+            Ok(s) => s,
+            Err(e) => {
+                let mut r = outcome.result;
+                let note = format!("the output could not be kept: {e}");
+                r.reason = Some(match r.reason {
+                    Some(why) => format!("{why}; {note}"),
+                    None => note,
+                });
+                return ToolOutcome {
+                    sandbox_unavailable: outcome.sandbox_unavailable,
+                    ..r.into()
+                };
+            }
+        };
+        // Output shown whole needs no stored copy; only what was cut stays addressable.
+        let stored = if stored.truncated {
+            Some(stored)
+        } else {
+            let _ = host.results().discard(&id);
+            None
+        };
+        let mut result = outcome.result;
+        if let Some(s) = &stored {
+            // The executor's own head/tail are superseded by the stored preview and its marker.
+            result.stdout = s.preview.clone();
+            result.stderr.clear();
+        }
+        ToolOutcome {
+            result,
+            class: None,
+            stored,
+            sandbox_unavailable: outcome.sandbox_unavailable,
+            bytes_written: None,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! `write_file {path, content}` and `delete_file {path}`: whole-file mutations through the
+//! Workspace (atomic write, parents created beneath the root only; delete of a file, never a
+//! directory). Both are gated by the target policy and authorized as WORKSPACE_MUTATING.
+
+use serde_json::{Value, json};
+
+use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::target_policy::Writer;
+use crate::harness::workspace::{FsError, WorkspacePath};
+use crate::tools::handler::{
+    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
+};
+use crate::tools::host::SpearHost;
+use crate::tools::working_state::content_hash;
+
+pub fn write_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["path", "content"],
+        "properties": {
+            "path": {"type": "string", "minLength": 1},
+            "content": {"type": "string", "description": "The whole new content of the file"}
+        }
+    })
+}
+
+pub fn delete_schema() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["path"],
+        "properties": {"path": {"type": "string", "minLength": 1}}
+    })
+}
+
+/// The path a changed file is reported under: relative to its root.
+pub fn reported(p: &WorkspacePath) -> String {
+    p.relative().display().to_string()
+}
+
+pub fn fs_failure(e: FsError) -> ToolResult {
+    match e {
+        FsError::NotFound(p) => ToolResult::refused(
+            ToolStatus::NotFound,
+            format!("`{}` does not exist", p.display()),
+        ),
+        other => ToolResult::failed(other.to_string()),
+    }
+}
+
+/// The current content of `p`, or `None` when it does not exist.
+pub fn current(host: &SpearHost, p: &WorkspacePath) -> Result<Option<Vec<u8>>, ToolResult> {
+    match host.read(p) {
+        Ok(b) => Ok(Some(b)),
+        Err(FsError::NotFound(_)) => Ok(None),
+        Err(e) => Err(fs_failure(e)),
+    }
+}
+
+fn single_path_plan(args: &Value, writer: Writer, action: Box<dyn Action>) -> Plan {
+    let path = args["path"].as_str().unwrap_or_default().to_string();
+    Plan {
+        targets: vec![Target {
+            path: path.clone(),
+            access: TargetAccess::Write(writer),
+        }],
+        command: None,
+        audit_target: Some(path),
+        action,
+    }
+}
+
+pub struct WriteFile;
+
+impl ToolHandler for WriteFile {
+    fn plan(&self, args: &Value, _host: &SpearHost) -> Result<Plan, Refusal> {
+        let content = args["content"].as_str().unwrap_or_default().to_string();
+        Ok(single_path_plan(
+            args,
+            Writer::WriteFile,
+            Box::new(WriteAction { content }),
+        ))
+    }
+}
+
+struct WriteAction {
+    content: String,
+}
+
+impl Action for WriteAction {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+        let Some(p) = ctx.paths.first() else {
+            return ToolResult::failed("write_file was planned without a path").into();
+        };
+        let before = match current(host, p) {
+            Ok(b) => b,
+            Err(r) => return r.into(),
+        };
+        match host.write_atomic(p, self.content.as_bytes()) {
+            Ok(outcome) => {
+                let path = reported(p);
+                host.record_mutation(
+                    &path,
+                    before.as_deref().map(content_hash),
+                    Some(content_hash(self.content.as_bytes())),
+                );
+                let verb = if outcome.created { "created" } else { "wrote" };
+                let mut r = ToolResult::ok(format!("{verb} `{path}` ({} bytes)\n", outcome.bytes));
+                r.changed_paths = vec![path];
+                ToolOutcome {
+                    bytes_written: Some(outcome.bytes),
+                    ..r.into()
+                }
+            }
+            Err(e) => fs_failure(e).into(),
+        }
+    }
+}
+
+pub struct DeleteFile;
+
+impl ToolHandler for DeleteFile {
+    fn plan(&self, args: &Value, _host: &SpearHost) -> Result<Plan, Refusal> {
+        Ok(single_path_plan(
+            args,
+            Writer::DeleteFile,
+            Box::new(DeleteAction),
+        ))
+    }
+}
+
+struct DeleteAction;
+
+impl Action for DeleteAction {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+        let Some(p) = ctx.paths.first() else {
+            return ToolResult::failed("delete_file was planned without a path").into();
+        };
+        if !p.exists() {
+            let shown = p.written().display();
+            return ToolResult::refused(ToolStatus::NotFound, format!("`{shown}` does not exist"))
+                .into();
+        }
+        if p.resolved().is_dir() {
+            let shown = p.written().display();
+            return ToolResult::failed(format!(
+                "`{shown}` is a directory; delete_file removes files only"
+            ))
+            .into();
+        }
+        let before = match current(host, p) {
+            Ok(b) => b,
+            Err(r) => return r.into(),
+        };
+        match host.delete(p) {
+            Ok(()) => {
+                let path = reported(p);
+                host.record_mutation(&path, before.as_deref().map(content_hash), None);
+                let mut r = ToolResult::ok(format!("deleted `{path}`\n"));
+                r.changed_paths = vec![path];
+                r.into()
+            }
+            Err(e) => fs_failure(e).into(),
+        }
+    }
+}

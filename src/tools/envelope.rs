@@ -1,0 +1,142 @@
+//! `ToolResultEnvelope`: a `ToolResult` normalised for the model and the TUI. It carries the
+//! status and reason, the bounded preview the model is shown, how large the whole output was and
+//! how much is shown, the `result://` id where the whole output is kept, the changed paths, the
+//! terminal's class, and which gate (if any) stopped the call.
+
+use serde::Serialize;
+
+use crate::harness::command_policy::CommandClass;
+use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::tools::handler::Gate;
+use crate::tools::lines::cut_middle;
+use crate::tools::result_store::{PREVIEW_CHARS, StoredOutput};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolResultEnvelope {
+    pub call_id: String,
+    pub tool: String,
+    pub status: ToolStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What goes into the model's context: at most `PREVIEW_CHARS` characters plus a marker.
+    pub preview: String,
+    /// The substrate's stdout and stderr, each bounded the same way (for `--json` and the TUI).
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: Option<i32>,
+    pub changed_paths: Vec<String>,
+    /// The terminal command's class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class: Option<CommandClass>,
+    pub total_bytes: u64,
+    pub total_lines: u64,
+    pub shown_bytes: u64,
+    pub shown_lines: u64,
+    pub truncated: bool,
+    /// `result://ID` when the whole output is kept in the ResultStore.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_id: Option<String>,
+    /// The gate that stopped the call before its action ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+    /// The rule behind a refusal (`sibling_target`, `third_party`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal_rule: Option<String>,
+    /// The command's outcome said the sandbox is missing.
+    pub sandbox_unavailable: bool,
+    /// This call stopped the turn (or came after it was stopped).
+    pub turn_stopped: bool,
+}
+
+fn count_lines(s: &str) -> u64 {
+    if s.is_empty() {
+        0
+    } else {
+        s.lines().count() as u64
+    }
+}
+
+impl ToolResultEnvelope {
+    /// Normalise `result`. Output kept in the ResultStore comes as `stored` and its preview is
+    /// what the model sees; otherwise stdout and stderr are shown, each cut around the middle to
+    /// the preview budget.
+    pub fn build(
+        call_id: &str,
+        tool: &str,
+        result: ToolResult,
+        stored: Option<&StoredOutput>,
+    ) -> Self {
+        let uri = stored.filter(|s| s.truncated).map(StoredOutput::uri);
+        let (stdout, out_cut) = cut_middle(&result.stdout, PREVIEW_CHARS, uri.as_deref());
+        let (stderr, err_cut) = cut_middle(&result.stderr, PREVIEW_CHARS, uri.as_deref());
+        let (preview, total_bytes, total_lines, shown_bytes, shown_lines, truncated) = match stored
+        {
+            Some(s) => (
+                s.preview.clone(),
+                s.total_bytes,
+                s.total_lines,
+                s.shown_bytes,
+                s.shown_lines,
+                s.truncated,
+            ),
+            None => {
+                let mut text = stdout.clone();
+                if !stderr.is_empty() {
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&stderr);
+                }
+                let total = (result.stdout.len() + result.stderr.len()) as u64;
+                let lines = count_lines(&result.stdout) + count_lines(&result.stderr);
+                (
+                    text.clone(),
+                    total,
+                    lines,
+                    text.len() as u64,
+                    count_lines(&text),
+                    out_cut || err_cut,
+                )
+            }
+        };
+        ToolResultEnvelope {
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            status: result.status,
+            reason: result.reason,
+            preview,
+            stdout,
+            stderr,
+            exit_code: result.exit_code,
+            changed_paths: result.changed_paths,
+            class: None,
+            total_bytes,
+            total_lines,
+            shown_bytes,
+            shown_lines,
+            truncated,
+            result_id: uri,
+            gate: None,
+            refusal_rule: None,
+            sandbox_unavailable: false,
+            turn_stopped: false,
+        }
+    }
+
+    /// The text a model receives for this call.
+    pub fn model_text(&self) -> String {
+        let mut out = String::new();
+        if self.status != ToolStatus::Ok {
+            out.push_str(&format!("[{}] ", self.status));
+            if let Some(r) = &self.reason {
+                out.push_str(r);
+            }
+            out.push('\n');
+        }
+        if let Some(code) = self.exit_code {
+            out.push_str(&format!("[exit code {code}]\n"));
+        }
+        out.push_str(&self.preview);
+        out
+    }
+}

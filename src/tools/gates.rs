@@ -1,0 +1,74 @@
+//! The router's hard gates on a plan's targets: workspace confinement for every path (with
+//! searches kept inside the workspace roots), the target policy for every write and delete, and
+//! for a terminal command every write `classify` found, which must stay in the project and off
+//! generated, snapshot and third-party files.
+
+use crate::harness::command_policy::CommandAssessment;
+use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::workspace::{Access, PathRefusalKind, WorkspacePath};
+use crate::tools::handler::{Gate, Refusal, Target, TargetAccess};
+use crate::tools::host::SpearHost;
+
+/// Resolve one target, or say why not.
+pub fn gate_target(host: &SpearHost, t: &Target) -> Result<WorkspacePath, Refusal> {
+    let access = match t.access {
+        TargetAccess::Read | TargetAccess::Search => Access::Read,
+        TargetAccess::Write(_) => Access::Write,
+    };
+    let resolved = host.resolve(&t.path, access).map_err(|r| {
+        let reason = match t.access {
+            TargetAccess::Search => format!("refusing to search outside the project: {}", r.reason),
+            _ => r.reason.clone(),
+        };
+        Refusal::new(
+            Gate::Workspace,
+            r.kind.as_str(),
+            ToolResult::refused(ToolStatus::InvalidPath, reason),
+        )
+    })?;
+    if let TargetAccess::Write(writer) = t.access {
+        host.check_write(writer, &t.path).map_err(|r| {
+            Refusal::new(
+                Gate::TargetPolicy,
+                r.rule.as_str(),
+                ToolResult::denied(r.reason),
+            )
+        })?;
+    }
+    Ok(resolved)
+}
+
+/// The writes a command makes: none may leave the project for a sibling or climb out of it, and
+/// none may hit a protected target. Absolute paths outside the roots are left to the classifier
+/// and the sandbox, which binds nothing of the host writable.
+pub fn gate_command_writes(host: &SpearHost, a: &CommandAssessment) -> Result<(), Refusal> {
+    for w in &a.writes {
+        if let Err(r) = host.resolve(w, Access::Write) {
+            let leaves = matches!(
+                r.kind,
+                PathRefusalKind::SiblingTarget { .. }
+                    | PathRefusalKind::Traversal
+                    | PathRefusalKind::SymlinkEscape
+                    | PathRefusalKind::SymlinkLoop
+                    | PathRefusalKind::ReadOnlyRoot
+            );
+            if leaves {
+                return Err(Refusal::new(
+                    Gate::Workspace,
+                    r.kind.as_str(),
+                    ToolResult::denied(format!(
+                        "the command writes outside the project: {}",
+                        r.reason
+                    )),
+                ));
+            }
+        }
+    }
+    host.check_command_writes(a).map_err(|r| {
+        Refusal::new(
+            Gate::TargetPolicy,
+            r.rule.as_str(),
+            ToolResult::denied(r.reason),
+        )
+    })
+}

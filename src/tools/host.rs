@@ -1,0 +1,295 @@
+//! `SpearHost`: the control plane in front of the coding core. The coding tools reach the
+//! harness only through it (workspace resolution and file operations, the target policy, the
+//! command policy, the command executor, the ResultStore and WorkingState), and it answers the
+//! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::harness::command_policy::{
+    Approver, AuthorizationResult, CommandAssessment, CommandPolicy, ExecutionProfile,
+};
+use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
+use crate::harness::workspace::{
+    Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
+};
+use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::host_command::HostCommand;
+use crate::tools::knowledge;
+use crate::tools::result_store::ResultStore;
+use crate::tools::working_state::WorkingState;
+
+/// Session facts the host needs besides the harness objects.
+#[derive(Debug, Clone, Default)]
+pub struct HostConfig {
+    /// Recorded in every audit event.
+    pub session: String,
+    /// The web pair is configured (and so listed by `spear-capability`).
+    pub web_enabled: bool,
+    /// Extra knowledge paths (files or directories) besides README*, AGENTS.md and docs/.
+    pub knowledge_paths: Vec<String>,
+}
+
+/// An external capability as `spear-capability` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub arguments: &'static str,
+}
+
+const WEB_PAIR: [CapabilityInfo; 2] = [
+    CapabilityInfo {
+        name: "search_internet",
+        summary: "find web pages for a query (runs in the chat process; works in SAFE)",
+        arguments: "{query: string, max_results?: integer}",
+    },
+    CapabilityInfo {
+        name: "fetch_url",
+        summary: "read one page, or save it with save_as (saving is a write and is authorized \
+                  like one); long PDFs come back in page ranges",
+        arguments: "{url: string, pages?: string, save_as?: string}",
+    },
+];
+
+/// The harness objects the coding core may use, behind one door.
+pub struct SpearHost {
+    workspace: Workspace,
+    target_policy: TargetPolicy,
+    command_policy: CommandPolicy,
+    executor: Box<dyn CommandExecutor>,
+    results: ResultStore,
+    working_state: Mutex<WorkingState>,
+    config: HostConfig,
+}
+
+impl SpearHost {
+    pub fn new(
+        workspace: Workspace,
+        target_policy: TargetPolicy,
+        command_policy: CommandPolicy,
+        executor: Box<dyn CommandExecutor>,
+        results: ResultStore,
+        config: HostConfig,
+    ) -> Self {
+        SpearHost {
+            workspace,
+            target_policy,
+            command_policy,
+            executor,
+            results,
+            working_state: Mutex::new(WorkingState::new()),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    pub fn project_root(&self) -> &Path {
+        self.workspace.project_root()
+    }
+
+    pub fn resolve(&self, path: &str, access: Access) -> Result<WorkspacePath, PathRefusal> {
+        self.workspace.resolve(path, access)
+    }
+
+    pub fn check_write(&self, writer: Writer, path: &str) -> Result<(), TargetRefusal> {
+        self.target_policy
+            .check_write(&self.workspace, writer, path)
+    }
+
+    pub fn check_command_writes(&self, a: &CommandAssessment) -> Result<(), TargetRefusal> {
+        self.target_policy.check_command_writes(&self.workspace, a)
+    }
+
+    pub fn classify(&self, command: &str) -> CommandAssessment {
+        self.command_policy.classify(command)
+    }
+
+    pub fn authorize(
+        &self,
+        mode: ExecutionMode,
+        assessment: &CommandAssessment,
+        approver: &dyn Approver,
+    ) -> AuthorizationResult {
+        self.command_policy.authorize(mode, assessment, approver)
+    }
+
+    pub fn open_read(&self, p: &WorkspacePath) -> Result<File, FsError> {
+        self.workspace.open_read(p)
+    }
+
+    pub fn read(&self, p: &WorkspacePath) -> Result<Vec<u8>, FsError> {
+        self.workspace.read(p)
+    }
+
+    pub fn write_atomic(&self, p: &WorkspacePath, bytes: &[u8]) -> Result<WriteOutcome, FsError> {
+        self.workspace.write_atomic(p, bytes)
+    }
+
+    pub fn delete(&self, p: &WorkspacePath) -> Result<(), FsError> {
+        self.workspace.delete(p)
+    }
+
+    pub fn run_command(
+        &self,
+        command: &str,
+        profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        self.executor.run(command, profile, timeout, sink)
+    }
+
+    pub fn results(&self) -> &ResultStore {
+        &self.results
+    }
+
+    /// Record a mutation a tool really made (content hashes before and after).
+    pub fn record_mutation(&self, path: &str, before: Option<String>, after: Option<String>) {
+        self.working_state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .record(path, before, after);
+    }
+
+    /// A copy of what this task has changed so far.
+    pub fn working_state(&self) -> WorkingState {
+        self.working_state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The external capabilities configured for this session.
+    pub fn capabilities(&self) -> Vec<CapabilityInfo> {
+        if self.config.web_enabled {
+            WEB_PAIR.to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Answer a host command. Never spawns anything.
+    pub fn answer(&self, cmd: &HostCommand) -> ToolResult {
+        let args: Vec<&str> = cmd.args.iter().map(String::as_str).collect();
+        match (cmd.name, args.as_slice()) {
+            ("spear-capability", ["list"]) => self.capability_list(),
+            ("spear-capability", ["describe", name]) => self.capability_describe(name),
+            ("spear-knowledge", ["search", query @ ..]) if !query.is_empty() => {
+                self.knowledge_search(&query.join(" "))
+            }
+            ("spear-knowledge", ["show", id]) => self.knowledge_show(id),
+            ("spear-capability", _) => {
+                ToolResult::failed("usage: spear-capability list | spear-capability describe NAME")
+            }
+            _ => {
+                ToolResult::failed("usage: spear-knowledge search QUERY | spear-knowledge show ID")
+            }
+        }
+    }
+
+    fn capability_list(&self) -> ToolResult {
+        let caps = self.capabilities();
+        if caps.is_empty() {
+            return ToolResult::ok(
+                "No external capabilities are configured for this session (the web pair is \
+                 listed when the web is enabled).\n",
+            );
+        }
+        let mut out = String::from("External capabilities configured for this session:\n");
+        for c in caps {
+            out.push_str(&format!("  {:<16} {}\n", c.name, c.summary));
+        }
+        out.push_str("Use `spear-capability describe NAME` for the arguments.\n");
+        ToolResult::ok(out)
+    }
+
+    fn capability_describe(&self, name: &str) -> ToolResult {
+        match self.capabilities().into_iter().find(|c| c.name == name) {
+            Some(c) => ToolResult::ok(format!(
+                "{}: {}\narguments: {}\n",
+                c.name, c.summary, c.arguments
+            )),
+            None => ToolResult::refused(
+                ToolStatus::NotFound,
+                format!(
+                    "no external capability named `{name}` is configured; \
+                     `spear-capability list` shows those that are"
+                ),
+            ),
+        }
+    }
+
+    fn all_sections(&self) -> Vec<knowledge::Section> {
+        knowledge::knowledge_files(&self.workspace, &self.config.knowledge_paths)
+            .iter()
+            .flat_map(|f| knowledge::sections(&self.workspace, f))
+            .collect()
+    }
+
+    fn knowledge_search(&self, query: &str) -> ToolResult {
+        let all = self.all_sections();
+        let hits = knowledge::search(&all, query);
+        if hits.is_empty() {
+            return ToolResult::ok(format!(
+                "No workspace knowledge matches `{query}` (searched {} sections of README*, \
+                 AGENTS.md, docs/ and configured paths).\n",
+                all.len()
+            ));
+        }
+        let mut out = format!(
+            "Best {} of {} sections for `{query}`:\n",
+            hits.len(),
+            all.len()
+        );
+        for (score, i) in hits {
+            let s = &all[i];
+            let snippet: String = s
+                .lines
+                .iter()
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(160)
+                .collect();
+            out.push_str(&format!(
+                "{:>6.2}  {}  {} — {snippet}\n",
+                score, s.id, s.heading
+            ));
+        }
+        out.push_str("Read one with `spear-knowledge show ID`.\n");
+        ToolResult::ok(out)
+    }
+
+    fn knowledge_show(&self, id: &str) -> ToolResult {
+        let Some((path, _)) = id.rsplit_once(':') else {
+            return ToolResult::failed("an ID looks like `docs/setup.md:12` (from a search)");
+        };
+        let section = knowledge::sections(&self.workspace, Path::new(path))
+            .into_iter()
+            .find(|s| s.id == id);
+        match section {
+            Some(s) => {
+                let shown: Vec<&str> = s
+                    .lines
+                    .iter()
+                    .take(knowledge::MAX_SHOW_LINES)
+                    .map(String::as_str)
+                    .collect();
+                ToolResult::ok(format!("{}\n{}\n", s.id, shown.join("\n")))
+            }
+            None => ToolResult::refused(
+                ToolStatus::NotFound,
+                format!("no knowledge section `{id}`; `spear-knowledge search QUERY` lists them"),
+            ),
+        }
+    }
+}

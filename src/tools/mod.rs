@@ -1,0 +1,23 @@
+//! The provider-neutral tool lifecycle above the harness: specs and registry, the per-turn
+//! exposure, the router every call takes, the coding tools, SpearHost, the ResultStore and
+//! WorkingState. Imports `harness`; `harness` never imports this.
+
+pub mod coding;
+pub mod envelope;
+pub mod executor;
+pub mod exposure;
+pub mod gates;
+pub mod handler;
+pub mod host;
+pub mod host_command;
+pub mod knowledge;
+pub mod lines;
+pub mod observer;
+pub mod registry;
+pub mod result_store;
+pub mod router;
+pub mod runner_executor;
+pub mod schema;
+pub mod spec;
+pub mod turn;
+pub mod working_state;

@@ -1,0 +1,122 @@
+//! Observer hooks around every routed call. `before` runs once the gates have passed and the
+//! action has said what it will do (its preview); `after` runs for every call that reached a
+//! registered tool, refused or not. The audit observer records mutating attempts and refusals;
+//! the preview observer is how the TUI shows a pending change.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::harness::audit::{AuditError, AuditEvent, AuditLogger, AuditTarget, Decision};
+use crate::harness::command_policy::CommandClass;
+use crate::harness::primitives::ExecutionMode;
+use crate::tools::envelope::ToolResultEnvelope;
+
+/// An observer could not do its job; for the audit observer that ends the turn.
+#[derive(Debug, Error)]
+pub enum ObserverError {
+    #[error("audit: {0}")]
+    Audit(#[from] AuditError),
+}
+
+/// A call about to run.
+#[derive(Debug, Clone)]
+pub struct CallStart<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub mode: ExecutionMode,
+    pub target: Option<&'a str>,
+    /// What the call will do (a diff, a command), when the tool can say.
+    pub preview: Option<&'a str>,
+}
+
+/// A call that ended (or was refused).
+#[derive(Debug, Clone)]
+pub struct CallEnd<'a> {
+    pub tool: &'a str,
+    pub mode: ExecutionMode,
+    pub mutates: bool,
+    /// The audit target: a path as written, or the command line.
+    pub target: Option<&'a str>,
+    pub is_command: bool,
+    pub class: Option<CommandClass>,
+    pub decision: Decision,
+    pub duration: Duration,
+    pub bytes_written: Option<u64>,
+    pub envelope: &'a ToolResultEnvelope,
+}
+
+pub trait ToolObserver: Send + Sync {
+    fn before(&self, _call: &CallStart<'_>) -> Result<(), ObserverError> {
+        Ok(())
+    }
+    fn after(&self, _call: &CallEnd<'_>) -> Result<(), ObserverError> {
+        Ok(())
+    }
+}
+
+/// Writes an `AuditEvent` for every mutating attempt and every refusal.
+pub struct AuditObserver {
+    logger: Arc<AuditLogger>,
+    session: String,
+}
+
+impl AuditObserver {
+    pub fn new(logger: Arc<AuditLogger>, session: impl Into<String>) -> Self {
+        AuditObserver {
+            logger,
+            session: session.into(),
+        }
+    }
+
+    /// The event for a call's end. Public so the router can record the turn stop the same way.
+    pub fn event(&self, call: &CallEnd<'_>) -> AuditEvent {
+        let env = call.envelope;
+        AuditEvent {
+            target: match (call.target, call.is_command) {
+                (Some(t), true) => AuditTarget::Command(t.to_string()),
+                (Some(t), false) => AuditTarget::Path(t.to_string()),
+                (None, _) => AuditTarget::None,
+            },
+            class: call.class,
+            mode: Some(call.mode),
+            status: Some(env.status),
+            exit_code: env.exit_code,
+            duration: Some(call.duration),
+            bytes_written: call.bytes_written,
+            output_bytes: Some(env.total_bytes),
+            changed_paths: Some(env.changed_paths.len() as u64),
+            refusal_rule: env.refusal_rule.clone(),
+            ..AuditEvent::new(self.session.clone(), call.tool, call.decision)
+        }
+    }
+}
+
+impl ToolObserver for AuditObserver {
+    fn after(&self, call: &CallEnd<'_>) -> Result<(), ObserverError> {
+        let refused = !matches!(call.decision, Decision::Allowed | Decision::Approved);
+        let mutating = call.mutates && call.class != Some(CommandClass::ReadOnly);
+        if refused || mutating || call.is_command {
+            self.logger.append(&self.event(call))?;
+        }
+        Ok(())
+    }
+}
+
+/// Shown a pending change before it is authorized (the TUI's preview pane).
+pub trait PreviewObserver: Send + Sync {
+    fn preview(&self, call_id: &str, tool: &str, target: Option<&str>, preview: &str);
+}
+
+/// Makes a `PreviewObserver` a `ToolObserver`.
+pub struct PreviewHook<P>(pub P);
+
+impl<P: PreviewObserver> ToolObserver for PreviewHook<P> {
+    fn before(&self, call: &CallStart<'_>) -> Result<(), ObserverError> {
+        if let Some(p) = call.preview {
+            self.0.preview(call.call_id, call.tool, call.target, p);
+        }
+        Ok(())
+    }
+}

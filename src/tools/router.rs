@@ -1,0 +1,437 @@
+//! `ToolRouter`: the one path every call takes, whoever made it (the model, the person in the
+//! TUI, `spear tool`), in the order of the spec's "life of a tool call": schema validation, the
+//! hard gates (request scope, workspace and target policy, what a command writes, the sandbox-down
+//! guard), the tool's execution modes, the handler with its observer hooks, classification and
+//! authorization (ASK asks), the action, and normalisation into a `ToolResultEnvelope`. A refusal
+//! is a value on that path; `Err` only means an observer (the audit log) broke.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::harness::audit::Decision;
+use crate::harness::command_policy::{
+    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
+    CommandClass, ExecutionProfile,
+};
+use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::tools::envelope::ToolResultEnvelope;
+use crate::tools::gates::{gate_command_writes, gate_target};
+use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
+use crate::tools::host::SpearHost;
+use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
+use crate::tools::registry::{RegisteredTool, ToolRegistry};
+use crate::tools::result_store::PREVIEW_CHARS;
+use crate::tools::schema;
+use crate::tools::turn::{RefusalKey, Turn, normalize_target, refusal_repeats_from_env};
+
+/// One call as the model (or a person) makes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// The machinery broke: the turn must end.
+#[derive(Debug, Error)]
+pub enum RouterError {
+    #[error(transparent)]
+    Observer(#[from] ObserverError),
+}
+
+pub struct ToolRouter {
+    registry: ToolRegistry,
+    host: Arc<SpearHost>,
+    observers: Vec<Arc<dyn ToolObserver>>,
+    refusal_limit: u32,
+}
+
+/// Facts gathered along the path, for the observers.
+struct Trace<'a> {
+    tool: &'a RegisteredTool,
+    call: &'a ToolCall,
+    started: Instant,
+    target: Option<String>,
+    is_command: bool,
+    class: Option<CommandClass>,
+}
+
+/// Remembers what the person answered, so a "no" is told apart from what the mode refuses.
+struct RecordingApprover<'a> {
+    inner: &'a dyn Approver,
+    answer: RefCell<Option<ApprovalDecision>>,
+}
+
+impl Approver for RecordingApprover<'_> {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        let d = self.inner.approve(request);
+        *self.answer.borrow_mut() = Some(d.clone());
+        d
+    }
+}
+
+impl ToolRouter {
+    /// A router over `registry` whose tools reach the harness through `host`. The refusal limit
+    /// comes from `SPEAR_REFUSAL_REPEATS` (default 5).
+    pub fn new(registry: ToolRegistry, host: Arc<SpearHost>) -> Self {
+        ToolRouter {
+            registry,
+            host,
+            observers: Vec::new(),
+            refusal_limit: refusal_repeats_from_env(),
+        }
+    }
+
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn ToolObserver>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    #[must_use]
+    pub fn with_refusal_limit(mut self, limit: u32) -> Self {
+        self.refusal_limit = limit.max(1);
+        self
+    }
+
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    pub fn host(&self) -> &SpearHost {
+        &self.host
+    }
+
+    /// Route one call.
+    pub fn call(
+        &self,
+        turn: &mut Turn,
+        call: &ToolCall,
+    ) -> Result<ToolResultEnvelope, RouterError> {
+        if let Some(answer) = turn.stopped() {
+            let mut env = ToolResultEnvelope::build(
+                &call.id,
+                &call.name,
+                ToolResult::denied(answer.to_string()),
+                None,
+            );
+            env.gate = Some(Gate::TurnStopped);
+            env.turn_stopped = true;
+            return Ok(env);
+        }
+        let Some(tool) = self.registry.get(&call.name) else {
+            let mut env = ToolResultEnvelope::build(
+                &call.id,
+                &call.name,
+                ToolResult::refused(
+                    ToolStatus::NotFound,
+                    format!("no tool named `{}` is registered", call.name),
+                ),
+                None,
+            );
+            env.gate = Some(Gate::UnknownTool);
+            return Ok(env);
+        };
+        let mut trace = Trace {
+            tool,
+            call,
+            started: Instant::now(),
+            target: ["path", "command"]
+                .iter()
+                .find_map(|k| call.arguments.get(*k).and_then(Value::as_str))
+                .map(str::to_string),
+            is_command: call.arguments.get("command").is_some(),
+            class: None,
+        };
+        match self.run_gated(turn, &mut trace) {
+            Ok((outcome, decision)) => self.finish(turn, &trace, outcome, decision),
+            Err(refusal) => self.refuse(turn, &trace, refusal),
+        }
+    }
+
+    /// Everything up to and including the action. `Err` is a refusal by a gate.
+    fn run_gated(
+        &self,
+        turn: &mut Turn,
+        trace: &mut Trace<'_>,
+    ) -> Result<(ToolOutcome, Decision), Refusal> {
+        let (spec, call, host) = (&trace.tool.spec, trace.call, &*self.host);
+        schema::validate(&spec.parameters, &call.arguments).map_err(|e| {
+            Refusal::new(
+                Gate::Schema,
+                "invalid_arguments",
+                ToolResult::failed(format!("invalid arguments: {e}")),
+            )
+        })?;
+        if !turn.view.offers(&spec.name) {
+            return Err(Refusal::new(
+                Gate::RequestScope,
+                "not_offered",
+                ToolResult::denied(format!(
+                    "`{}` is not offered to this turn (its tools are: {})",
+                    spec.name,
+                    turn.view
+                        .names
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ));
+        }
+        let plan = trace.tool.handler.plan(&call.arguments, host)?;
+        if plan.audit_target.is_some() {
+            trace.target.clone_from(&plan.audit_target);
+        }
+        trace.is_command = plan.command.is_some();
+        trace.class = plan.command.as_ref().map(|a| a.class);
+        let paths = plan
+            .targets
+            .iter()
+            .map(|t| gate_target(host, t))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(a) = &plan.command {
+            gate_command_writes(host, a)?;
+        }
+        let writes: Vec<&str> = plan
+            .targets
+            .iter()
+            .filter(|t| matches!(t.access, TargetAccess::Write(_)))
+            .map(|t| t.path.as_str())
+            .collect();
+        if let (Some(down), false) = (turn.sandbox_down(), writes.is_empty()) {
+            return Err(Refusal::new(
+                Gate::SandboxDown,
+                "sandbox_down",
+                ToolResult::denied(format!(
+                    "the sandbox is down in this turn ({down}), so nothing written now could be \
+                     read back, built or run: nothing could be verified, and `{}` of `{}` was \
+                     declined. Fix the sandbox (`spear doctor` says how) and try again.",
+                    spec.name,
+                    writes.join("`, `")
+                )),
+            ));
+        }
+        if !spec.runs_in(turn.mode) {
+            return Err(Refusal::new(
+                Gate::ExecutionModes,
+                format!("mode_{}", turn.mode.as_str().to_lowercase()),
+                ToolResult::denied(format!(
+                    "`{}` does not run in {} mode (it runs in: {})",
+                    spec.name,
+                    turn.mode,
+                    spec.execution_modes
+                        .iter()
+                        .map(|m| m.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            ));
+        }
+        let mut action = plan.action;
+        let preview = match action.prepare(host, &paths) {
+            Ok(p) => p,
+            Err(result) => return Ok((result.into(), Decision::Allowed)),
+        };
+        let start = CallStart {
+            call_id: &call.id,
+            tool: &spec.name,
+            mode: turn.mode,
+            target: trace.target.as_deref(),
+            preview: preview.as_deref(),
+        };
+        for o in &self.observers {
+            // A preview observer that fails must not stop the call; the audit observer has no
+            // `before` work, so nothing that must be recorded is lost here.
+            let _ = o.before(&start);
+        }
+        let assessment = plan
+            .command
+            .clone()
+            .or_else(|| (!writes.is_empty()).then(|| write_assessment(&spec.name, &writes)));
+        let (profile, decision) = match assessment {
+            None => (ExecutionProfile::read_only(), Decision::Allowed),
+            Some(a) => self.authorize(turn, &a)?,
+        };
+        let ctx = RunContext {
+            call_id: &call.id,
+            paths: &paths,
+            profile: &profile,
+        };
+        Ok((action.run(host, &ctx), decision))
+    }
+
+    fn authorize(
+        &self,
+        turn: &Turn,
+        a: &CommandAssessment,
+    ) -> Result<(ExecutionProfile, Decision), Refusal> {
+        let recording = RecordingApprover {
+            inner: turn.approver.as_ref(),
+            answer: RefCell::new(None),
+        };
+        match self.host.authorize(turn.mode, a, &recording) {
+            AuthorizationResult::Granted { profile, asked, .. } => {
+                let d = if asked {
+                    Decision::Approved
+                } else {
+                    Decision::Allowed
+                };
+                Ok((profile, d))
+            }
+            AuthorizationResult::Denied { reason } => {
+                let by_person =
+                    matches!(*recording.answer.borrow(), Some(ApprovalDecision::Deny(_)));
+                let (gate, rule) = if by_person {
+                    (Gate::Approval, "declined".to_string())
+                } else {
+                    (
+                        Gate::Authorization,
+                        format!("class_{}", a.class.as_str().to_lowercase()),
+                    )
+                };
+                Err(Refusal::new(gate, rule, ToolResult::denied(reason)))
+            }
+            AuthorizationResult::Cancelled { reason } => Err(Refusal::new(
+                Gate::Approval,
+                "cancelled",
+                ToolResult::cancelled(reason),
+            )),
+        }
+    }
+
+    /// Normalise an action's outcome and tell the observers.
+    fn finish(
+        &self,
+        turn: &mut Turn,
+        trace: &Trace<'_>,
+        outcome: ToolOutcome,
+        decision: Decision,
+    ) -> Result<ToolResultEnvelope, RouterError> {
+        if outcome.sandbox_unavailable {
+            let why = outcome
+                .result
+                .reason
+                .as_deref()
+                .unwrap_or("the sandbox is missing");
+            turn.mark_sandbox_down(why);
+        }
+        let class = outcome.class.or(trace.class);
+        let stored = match outcome.stored {
+            Some(s) => Some(s),
+            // Output the tool built in memory but too long to show: keep it whole, show a part.
+            None if outcome.result.stdout.chars().count() > PREVIEW_CHARS => {
+                self.host.results().store_text(&outcome.result.stdout).ok()
+            }
+            None => None,
+        };
+        let mut env = ToolResultEnvelope::build(
+            &trace.call.id,
+            &trace.tool.spec.name,
+            outcome.result,
+            stored.as_ref(),
+        );
+        env.class = class;
+        env.sandbox_unavailable = outcome.sandbox_unavailable;
+        self.notify(turn, trace, &env, decision, outcome.bytes_written)?;
+        Ok(env)
+    }
+
+    /// Turn a gate's refusal into an envelope; count it, and stop the turn at the limit.
+    fn refuse(
+        &self,
+        turn: &mut Turn,
+        trace: &Trace<'_>,
+        refusal: Refusal,
+    ) -> Result<ToolResultEnvelope, RouterError> {
+        let spec = &trace.tool.spec;
+        let mut env = ToolResultEnvelope::build(&trace.call.id, &spec.name, *refusal.result, None);
+        env.gate = Some(refusal.gate);
+        env.refusal_rule = Some(refusal.rule.clone());
+        env.class = trace.class;
+        let decision = match (refusal.gate, env.status) {
+            (Gate::Approval, ToolStatus::Cancelled) => Decision::Cancelled,
+            (Gate::Approval | Gate::Authorization, _) => Decision::Denied,
+            _ => Decision::Refused,
+        };
+        let mut stopped = false;
+        if refusal.gate.is_deterministic() {
+            let target = trace
+                .target
+                .clone()
+                .unwrap_or_else(|| trace.call.arguments.to_string());
+            let key = RefusalKey {
+                tool: spec.name.clone(),
+                target: normalize_target(&target),
+                rule: refusal.rule.clone(),
+            };
+            let n = turn.note_refusal(key);
+            if n >= self.refusal_limit {
+                let answer = format!(
+                    "Stopped: `{}` on `{}` was refused {n} times in this turn for the same \
+                     reason ({}): {} A refusal is deterministic, so asking again cannot change \
+                     it; the turn ends here.",
+                    spec.name,
+                    target.trim(),
+                    refusal.rule,
+                    env.reason.as_deref().unwrap_or("")
+                );
+                turn.stop(answer.clone());
+                env.reason = Some(answer);
+                env.turn_stopped = true;
+                stopped = true;
+            }
+        }
+        self.notify(turn, trace, &env, decision, None)?;
+        if stopped {
+            self.notify(turn, trace, &env, Decision::RepeatedRefusalStopped, None)?;
+        }
+        Ok(env)
+    }
+
+    fn notify(
+        &self,
+        turn: &Turn,
+        trace: &Trace<'_>,
+        env: &ToolResultEnvelope,
+        decision: Decision,
+        bytes_written: Option<u64>,
+    ) -> Result<(), RouterError> {
+        let end = CallEnd {
+            tool: &trace.tool.spec.name,
+            mode: turn.mode,
+            mutates: trace.tool.spec.mutates,
+            target: trace.target.as_deref(),
+            is_command: trace.is_command,
+            class: env.class,
+            decision,
+            duration: trace.started.elapsed(),
+            bytes_written,
+            envelope: env,
+        };
+        for o in &self.observers {
+            o.after(&end)?;
+        }
+        Ok(())
+    }
+}
+
+/// A file tool's write, as the command policy sees it: WORKSPACE_MUTATING, so the same
+/// authorization applies (SAFE refuses, ASK asks, AUTO allows).
+fn write_assessment(tool: &str, writes: &[&str]) -> CommandAssessment {
+    CommandAssessment {
+        command: format!("{tool} {}", writes.join(" ")),
+        class: CommandClass::WorkspaceMutating,
+        executables: Vec::new(),
+        writes: writes.iter().map(|w| w.to_string()).collect(),
+        network: false,
+        reasons: writes
+            .iter()
+            .map(|w| format!("{tool} changes `{w}`"))
+            .collect(),
+    }
+}

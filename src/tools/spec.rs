@@ -1,0 +1,123 @@
+//! `ToolSpec`: what a tool is to the model and to the router: its name, description, JSON schema,
+//! the execution modes it may run in, the surface it belongs to, and whether it mutates. The
+//! restrictive answer is the default: a spec that does not say otherwise mutates.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::harness::primitives::ExecutionMode;
+
+/// The two vocabularies the registry serves. A turn sees exactly one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    /// The coding core's six tools, when no standard is engaged.
+    Coding,
+    /// The normative runtime's tools (standard.*, its file and command tools, search_corpus, the
+    /// web pair), when a standard is engaged.
+    Normative,
+}
+
+/// One tool's contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON schema of the arguments (the subset `schema::validate` understands).
+    pub parameters: Value,
+    /// Modes the tool may run in; a call in any other mode is refused before its handler runs.
+    pub execution_modes: Vec<ExecutionMode>,
+    pub surface: Surface,
+    /// Whether a call may change anything. Defaults to true.
+    pub mutates: bool,
+    /// The tool reaches a working tree (files, commands). A purely normative question is offered
+    /// none of these.
+    pub reaches_working_tree: bool,
+    /// Offered only when the session has the web enabled (the web pair).
+    pub needs_web: bool,
+}
+
+impl ToolSpec {
+    /// A spec that mutates, reaches the working tree and runs in every mode until told otherwise.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        surface: Surface,
+    ) -> Self {
+        ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            execution_modes: ExecutionMode::ALL.to_vec(),
+            surface,
+            mutates: true,
+            reaches_working_tree: true,
+            needs_web: false,
+        }
+    }
+
+    /// The tool never changes anything.
+    #[must_use]
+    pub fn read_only(mut self) -> Self {
+        self.mutates = false;
+        self
+    }
+
+    /// Restrict the modes the tool may run in.
+    #[must_use]
+    pub fn modes(mut self, modes: &[ExecutionMode]) -> Self {
+        self.execution_modes = modes.to_vec();
+        self
+    }
+
+    /// The tool touches no working tree (normative lookups, the web pair).
+    #[must_use]
+    pub fn off_the_working_tree(mut self) -> Self {
+        self.reaches_working_tree = false;
+        self
+    }
+
+    /// The tool needs the web switched on.
+    #[must_use]
+    pub fn needs_web(mut self) -> Self {
+        self.needs_web = true;
+        self
+    }
+
+    pub fn runs_in(&self, mode: ExecutionMode) -> bool {
+        self.execution_modes.contains(&mode)
+    }
+
+    /// The function declaration an OpenAI-compatible endpoint expects.
+    pub fn to_function(&self) -> Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_spec_mutates_and_runs_everywhere_until_told_otherwise() {
+        let s = ToolSpec::new(
+            "x",
+            "d",
+            serde_json::json!({"type": "object"}),
+            Surface::Coding,
+        );
+        assert!(s.mutates && s.reaches_working_tree && !s.needs_web);
+        assert!(ExecutionMode::ALL.iter().all(|m| s.runs_in(*m)));
+        let r = s.read_only().modes(&[ExecutionMode::Auto]);
+        assert!(!r.mutates && !r.runs_in(ExecutionMode::Safe));
+        assert_eq!(r.to_function()["function"]["name"], "x");
+    }
+}

@@ -1,0 +1,131 @@
+//! `Turn`: what the router remembers within one turn. The mode, the tools the turn may call, who
+//! to ask, the count of each refused operation (five of the same, once spelling is set aside,
+//! stop the turn), and whether a command reported the sandbox missing (then every later write or
+//! delete in the turn is declined).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::harness::command_policy::Approver;
+use crate::harness::primitives::ExecutionMode;
+use crate::tools::exposure::ToolView;
+
+/// Default number of identical refusals that stop a turn.
+pub const DEFAULT_REFUSAL_REPEATS: u32 = 5;
+
+/// The limit from `SPEAR_REFUSAL_REPEATS`, else the default. Zero or garbage means the default:
+/// a misspelt override must not switch the stop off.
+pub fn refusal_repeats_from_env() -> u32 {
+    std::env::var("SPEAR_REFUSAL_REPEATS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_REFUSAL_REPEATS)
+}
+
+/// Normalise a target for comparing refusals: spacing collapsed, quotes removed, a leading `./`
+/// and trailing slashes dropped from every word, doubled slashes merged.
+pub fn normalize_target(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| {
+            let mut w: String = w.chars().filter(|c| !matches!(c, '\'' | '"')).collect();
+            while w.contains("//") {
+                w = w.replace("//", "/");
+            }
+            let mut s = w.as_str();
+            while let Some(rest) = s.strip_prefix("./") {
+                s = rest;
+            }
+            while s.len() > 1
+                && let Some(rest) = s.strip_suffix('/')
+            {
+                s = rest;
+            }
+            s.to_string()
+        })
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A refused operation, spelled-out differences set aside.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RefusalKey {
+    pub tool: String,
+    pub target: String,
+    pub rule: String,
+}
+
+/// One turn's state.
+pub struct Turn {
+    pub mode: ExecutionMode,
+    pub view: ToolView,
+    pub approver: Arc<dyn Approver + Send + Sync>,
+    refusals: HashMap<RefusalKey, u32>,
+    sandbox_down: Option<String>,
+    stopped: Option<String>,
+}
+
+impl Turn {
+    pub fn new(
+        mode: ExecutionMode,
+        view: ToolView,
+        approver: Arc<dyn Approver + Send + Sync>,
+    ) -> Self {
+        Turn {
+            mode,
+            view,
+            approver,
+            refusals: HashMap::new(),
+            sandbox_down: None,
+            stopped: None,
+        }
+    }
+
+    /// Count one more refusal of `key`; returns the count so far.
+    pub fn note_refusal(&mut self, key: RefusalKey) -> u32 {
+        let n = self.refusals.entry(key).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    pub fn mark_sandbox_down(&mut self, reason: &str) {
+        if self.sandbox_down.is_none() {
+            self.sandbox_down = Some(reason.to_string());
+        }
+    }
+
+    /// Why the sandbox is known to be down in this turn, if it is.
+    pub fn sandbox_down(&self) -> Option<&str> {
+        self.sandbox_down.as_deref()
+    }
+
+    pub fn stop(&mut self, answer: String) {
+        self.stopped = Some(answer);
+    }
+
+    /// The answer that stopped the turn, if it was stopped.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spellings_of_one_target_normalise_alike() {
+        let want = normalize_target("touch vendor/x");
+        for s in [
+            "touch  vendor/x",
+            "touch './vendor/x'",
+            "touch \"./vendor/x/\"",
+            " touch ./././vendor//x// ",
+        ] {
+            assert_eq!(normalize_target(s), want, "{s}");
+        }
+        assert_ne!(normalize_target("touch vendor/y"), want);
+        assert_eq!(normalize_target("/"), "/");
+    }
+}

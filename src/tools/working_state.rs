@@ -1,0 +1,94 @@
+//! `WorkingState`: what this task changed, grounded in the files themselves. Each mutation a tool
+//! really made records the path with the SHA-256 of its content before (the first time the task
+//! touched it) and after (the latest), so the agent and the TUI can say what changed, and a file
+//! changed and changed back is known to be unchanged.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// SHA-256 of some content, hex.
+pub fn content_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// One path's change over the task. `None` means the file did not exist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathChange {
+    pub before: Option<String>,
+    pub after: Option<String>,
+    /// How many mutations touched it.
+    pub mutations: u32,
+}
+
+impl PathChange {
+    pub fn is_net_change(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// The task's grounded mutations, by path (relative to the project when inside it).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WorkingState {
+    changes: BTreeMap<String, PathChange>,
+}
+
+impl WorkingState {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A mutation of `path` from `before` to `after` content hashes.
+    pub fn record(&mut self, path: &str, before: Option<String>, after: Option<String>) {
+        let entry = self
+            .changes
+            .entry(path.to_string())
+            .or_insert_with(|| PathChange {
+                before,
+                after: None,
+                mutations: 0,
+            });
+        entry.after = after;
+        entry.mutations += 1;
+    }
+
+    pub fn get(&self, path: &str) -> Option<&PathChange> {
+        self.changes.get(path)
+    }
+
+    /// Every path touched, with its change.
+    pub fn all(&self) -> impl Iterator<Item = (&str, &PathChange)> {
+        self.changes.iter().map(|(p, c)| (p.as_str(), c))
+    }
+
+    /// Paths whose content differs from what the task started with.
+    pub fn changed_paths(&self) -> Vec<&str> {
+        self.all()
+            .filter(|(_, c)| c.is_net_change())
+            .map(|(p, _)| p)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_before_and_latest_after_are_kept() {
+        let mut ws = WorkingState::new();
+        let (a, b) = (content_hash(b"a"), content_hash(b"b"));
+        ws.record("x", Some(a.clone()), Some(b.clone()));
+        ws.record("x", Some(b.clone()), Some(a.clone()));
+        ws.record("new", None, Some(b.clone()));
+        ws.record("gone", Some(a.clone()), None);
+        let x = ws.get("x").unwrap();
+        assert_eq!((x.mutations, x.is_net_change()), (2, false));
+        assert_eq!(ws.changed_paths(), vec!["gone", "new"]);
+        assert_eq!(a.len(), 64);
+    }
+}

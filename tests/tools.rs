@@ -1,0 +1,24 @@
+//! The tool layer's integration tests, one binary: every gate and status in-process and through
+//! `spear tool`, exposure, repeated refusals, the sandbox-down guard, host commands, the
+//! ResultStore under a 500 MB output, and patch edge cases.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
+#[path = "tools/cli.rs"]
+mod cli;
+#[path = "tools/exposure.rs"]
+mod exposure;
+#[path = "tools/gates.rs"]
+mod gates;
+#[path = "tools/host.rs"]
+mod host;
+#[path = "tools/layers.rs"]
+mod layers;
+#[path = "tools/patch.rs"]
+mod patch;
+#[path = "tools/refusals.rs"]
+mod refusals;
+#[path = "tools/result_store.rs"]
+mod result_store;
+#[path = "tools/support.rs"]
+mod support;

@@ -1,0 +1,267 @@
+//! Fixtures for the tool tests: a temporary base with a project, a sibling project and a state
+//! directory; a router over the coding tools with an audit log; and executor doubles (a real,
+//! unconfined bash for tests only, a flood that streams generated output, a missing sandbox).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use spear::harness::audit::{AuditLogger, AuditRecord};
+use spear::harness::command_policy::{
+    ApprovalDecision, ApprovalRequest, Approver, CommandPolicy, ExecutionProfile, NoApprover,
+    PolicyConfig,
+};
+use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use spear::harness::target_policy::TargetPolicy;
+use spear::harness::workspace::Workspace;
+use spear::tools::coding;
+use spear::tools::envelope::ToolResultEnvelope;
+use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
+use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use spear::tools::host::{HostConfig, SpearHost};
+use spear::tools::observer::AuditObserver;
+use spear::tools::registry::ToolRegistry;
+use spear::tools::result_store::{DEFAULT_BUDGET_BYTES, ResultStore};
+use spear::tools::router::{ToolCall, ToolRouter};
+use spear::tools::turn::Turn;
+
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub base: PathBuf,
+    pub project: PathBuf,
+    pub state: PathBuf,
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let project = base.join("project");
+        let state = base.join("state");
+        for d in [&project, &state, &base.join("other-repo")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        Fixture {
+            _dir: dir,
+            base,
+            project,
+            state,
+        }
+    }
+
+    pub fn write(&self, rel: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.project.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.project.join(rel)).unwrap()
+    }
+
+    pub fn host(&self, executor: Box<dyn CommandExecutor>, config: HostConfig) -> SpearHost {
+        self.host_with_budget(executor, config, DEFAULT_BUDGET_BYTES)
+    }
+
+    pub fn host_with_budget(
+        &self,
+        executor: Box<dyn CommandExecutor>,
+        config: HostConfig,
+        budget: u64,
+    ) -> SpearHost {
+        SpearHost::new(
+            Workspace::new(&self.project).unwrap(),
+            TargetPolicy::default(),
+            CommandPolicy::new(PolicyConfig {
+                workspace_root: Some(self.project.clone()),
+                ..PolicyConfig::default()
+            }),
+            executor,
+            ResultStore::open_in(&self.state, &self.project, budget).unwrap(),
+            config,
+        )
+    }
+
+    /// A router over the six coding tools, auditing into the fixture's state directory.
+    pub fn router(&self, executor: Box<dyn CommandExecutor>) -> ToolRouter {
+        self.router_for(self.host(executor, HostConfig::default()))
+    }
+
+    pub fn router_for(&self, host: SpearHost) -> ToolRouter {
+        let mut registry = ToolRegistry::new();
+        coding::register(&mut registry).unwrap();
+        let audit = Arc::new(AuditLogger::open_in(&self.state, &self.project).unwrap());
+        ToolRouter::new(registry, Arc::new(host))
+            .with_observer(Arc::new(AuditObserver::new(audit, "test")))
+            .with_refusal_limit(5)
+    }
+
+    /// Every audit record so far.
+    pub fn audit(&self) -> Vec<AuditRecord> {
+        let log = spear::harness::audit::AuditPaths::new(&self.state, &self.project).log;
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+pub fn turn(router: &ToolRouter, mode: ExecutionMode) -> Turn {
+    turn_with(router, mode, Arc::new(NoApprover))
+}
+
+pub fn turn_with(
+    router: &ToolRouter,
+    mode: ExecutionMode,
+    approver: Arc<dyn Approver + Send + Sync>,
+) -> Turn {
+    let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
+    Turn::new(mode, view, approver)
+}
+
+pub fn call(router: &ToolRouter, turn: &mut Turn, name: &str, args: Value) -> ToolResultEnvelope {
+    let c = ToolCall {
+        id: "t1".into(),
+        name: name.into(),
+        arguments: args,
+    };
+    router.call(turn, &c).unwrap()
+}
+
+/// Answers every question the same way and counts them.
+pub struct ScriptedApprover {
+    pub answer: ApprovalDecision,
+    pub asked: Mutex<Vec<ApprovalRequest>>,
+}
+
+impl ScriptedApprover {
+    pub fn new(answer: ApprovalDecision) -> Arc<Self> {
+        Arc::new(ScriptedApprover {
+            answer,
+            asked: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl Approver for ScriptedApprover {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        self.asked.lock().unwrap().push(request.clone());
+        self.answer.clone()
+    }
+}
+
+/// Runs commands with the host's bash in `cwd`, UNCONFINED: a test double only, used in
+/// temporary directories, so host-command and timeout tests see what a real shell would do.
+pub struct BashExecutor {
+    pub cwd: PathBuf,
+    pub path_prefix: Option<PathBuf>,
+    pub ran: Arc<Mutex<Vec<String>>>,
+}
+
+impl BashExecutor {
+    pub fn new(cwd: &Path) -> Self {
+        BashExecutor {
+            cwd: cwd.to_path_buf(),
+            path_prefix: None,
+            ran: Arc::default(),
+        }
+    }
+}
+
+impl CommandExecutor for BashExecutor {
+    fn run(
+        &self,
+        command: &str,
+        _profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        self.ran.lock().unwrap().push(command.to_string());
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(command).current_dir(&self.cwd);
+        if let Some(p) = &self.path_prefix {
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", p.display()));
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            out.read_to_end(&mut all).unwrap();
+            all
+        });
+        let start = Instant::now();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let all = reader.join().unwrap();
+                sink.write(OutputStream::Stdout, &all).unwrap();
+                let mut r = ToolResult::ok(String::from_utf8_lossy(&all));
+                r.exit_code = status.code();
+                if status.code() != Some(0) {
+                    r.status = ToolStatus::Failed;
+                    r.reason = Some(format!("exited with {status}"));
+                }
+                return CommandOutcome::ran(r);
+            }
+            if start.elapsed() > timeout {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                return CommandOutcome::ran(ToolResult::refused(
+                    ToolStatus::Timeout,
+                    format!("killed after {} s", timeout.as_secs_f64()),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// The sandbox is missing: every command fails with the typed marker.
+pub struct NoSandbox;
+
+impl CommandExecutor for NoSandbox {
+    fn run(
+        &self,
+        _: &str,
+        _: &ExecutionProfile,
+        _: Duration,
+        _: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        CommandOutcome::sandbox_unavailable("bwrap was not found on PATH (install bubblewrap)")
+    }
+}
+
+/// Records what it was asked to run and returns ok, running nothing.
+#[derive(Default, Clone)]
+pub struct Recorder {
+    pub ran: Arc<Mutex<Vec<(String, Duration, ExecutionProfile)>>>,
+}
+
+impl CommandExecutor for Recorder {
+    fn run(
+        &self,
+        command: &str,
+        profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        self.ran
+            .lock()
+            .unwrap()
+            .push((command.to_string(), timeout, profile.clone()));
+        sink.write(OutputStream::Stdout, b"recorded\n").unwrap();
+        CommandOutcome::ran(ToolResult {
+            exit_code: Some(0),
+            ..ToolResult::ok("recorded\n")
+        })
+    }
+}
