@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::harness::audit::redact;
+
 /// Names passed through from the host when present (besides every `LC_*`).
 const ALLOWED: &[&str] = &[
     "LANG",
@@ -21,68 +23,19 @@ const ALLOWED: &[&str] = &[
     "CI",
 ];
 
-/// Name fragments that mark a variable as secret, whatever the allow-list says.
-const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY",
-    "TOKEN",
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "CREDENTIAL",
-    "AUTH",
-    "COOKIE",
-    "SESSION",
-];
-
 /// The default `PATH` inside the sandbox: the system directories that are always bound.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+/// A secret-looking name, by the audit log's rules: one definition of "secret" for what is
+/// recorded and for what may enter a sandbox.
 pub fn name_looks_secret(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
+    redact::is_secret_name(name)
 }
 
-/// Value shapes of well-known credentials.
+/// A value holding a credential (`sk-…`, `ghp_…`, PEM, JWT, `Bearer …`, URL passwords): one the
+/// audit log's redaction would change.
 pub fn value_looks_secret(value: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "sk-",
-        "ghp_",
-        "gho_",
-        "ghs_",
-        "ghu_",
-        "github_pat_",
-        "xoxb-",
-        "xoxp-",
-        "AKIA",
-        "glpat-",
-    ];
-    let v = value.trim();
-    if v.contains("-----BEGIN") || v.to_ascii_lowercase().starts_with("bearer ") {
-        return true;
-    }
-    if v.split(|c: char| c.is_whitespace() || c == '=' || c == ':' || c == ',')
-        .any(|w| {
-            PREFIXES
-                .iter()
-                .any(|p| w.starts_with(p) && w.len() > p.len() + 8)
-        })
-    {
-        return true;
-    }
-    // A JWT: three base64url parts, the first a JSON header.
-    if v.starts_with("eyJ") && v.split('.').count() == 3 {
-        return true;
-    }
-    // URL userinfo with a password: scheme://user:pass@host
-    if let Some(rest) = v.split("://").nth(1) {
-        let authority = rest.split('/').next().unwrap_or("");
-        if let Some((userinfo, _)) = authority.rsplit_once('@')
-            && userinfo.contains(':')
-        {
-            return true;
-        }
-    }
-    false
+    redact::redact_text(value) != value
 }
 
 /// The `PATH` for the sandbox: the system path, plus host `PATH` entries that lie inside a
@@ -183,7 +136,7 @@ mod tests {
     fn credential_shapes_are_recognised() {
         for v in [
             "sk-proj-abcdefghijklmnop",
-            "Bearer abc",
+            "Bearer abcdef0123456789xyz",
             "-----BEGIN PRIVATE KEY-----",
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
             "https://user:hunter2@example.com/x",
