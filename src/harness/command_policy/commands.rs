@@ -566,103 +566,13 @@ impl Cx<'_> {
     }
 
     fn download(&mut self, key: &str, args: &[Word]) {
-        let (with_value, outputs): (&[&str], &[&str]) = if key == "curl" {
-            (
-                &[
-                    "-o",
-                    "--output",
-                    "-D",
-                    "--dump-header",
-                    "-c",
-                    "--cookie-jar",
-                    "--trace",
-                    "--trace-ascii",
-                    "--libcurl",
-                    "--stderr",
-                    "--output-dir",
-                    "--etag-save",
-                    "--hsts",
-                    "--alt-svc",
-                    "-K",
-                    "--config",
-                    "-d",
-                    "--data",
-                    "-H",
-                    "--header",
-                    "-X",
-                    "--request",
-                    "-u",
-                    "--user",
-                    "-A",
-                    "--user-agent",
-                    "-e",
-                    "--referer",
-                    "-F",
-                    "--form",
-                    "-T",
-                    "--upload-file",
-                    "-w",
-                    "--write-out",
-                    "-x",
-                    "--proxy",
-                    "-m",
-                    "--max-time",
-                    "-b",
-                    "--cookie",
-                    "-r",
-                    "--range",
-                    "--url",
-                ],
-                &[
-                    "-o",
-                    "--output",
-                    "-D",
-                    "--dump-header",
-                    "-c",
-                    "--cookie-jar",
-                    "--trace",
-                    "--trace-ascii",
-                    "--libcurl",
-                    "--stderr",
-                    "--etag-save",
-                    "--hsts",
-                    "--alt-svc",
-                ],
-            )
+        let (outputs, others) = if key == "curl" {
+            (tables::CURL_OUTPUT_FILES, tables::CURL_VALUES)
         } else {
-            (
-                &[
-                    "-O",
-                    "--output-document",
-                    "-o",
-                    "--output-file",
-                    "-a",
-                    "--append-output",
-                    "-P",
-                    "--directory-prefix",
-                    "-i",
-                    "--input-file",
-                    "-e",
-                    "--execute",
-                    "-U",
-                    "--user-agent",
-                    "--header",
-                    "-T",
-                    "--timeout",
-                    "-t",
-                    "--tries",
-                ],
-                &[
-                    "-O",
-                    "--output-document",
-                    "-o",
-                    "--output-file",
-                    "-a",
-                    "--append-output",
-                ],
-            )
+            (tables::WGET_OUTPUT_FILES, tables::WGET_VALUES)
         };
-        let parsed = options::parse(args, OptionSyntax::gnu(with_value));
+        let with_value: Vec<&str> = outputs.iter().chain(others).copied().collect();
+        let parsed = options::parse(args, OptionSyntax::gnu(&with_value));
         let mut wrote = false;
         for opt in &parsed.options {
             if let Some(o) = outputs

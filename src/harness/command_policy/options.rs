@@ -103,14 +103,17 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
             out.operands.push(w);
             continue;
         }
+        // The next word, consumed as an option's value.
+        let next_word = |i: &mut usize| {
+            let value = args.get(*i).map(|w| w.value.clone());
+            *i += usize::from(value.is_some());
+            value
+        };
         if syntax.single_dash {
             let name = v.to_string();
-            let value = if takes_value(&syntax, &name) && i < args.len() {
-                i += 1;
-                Some(args[i - 1].value.clone())
-            } else {
-                None
-            };
+            let value = takes_value(&syntax, &name)
+                .then(|| next_word(&mut i))
+                .flatten();
             out.options.push(Opt { name, value });
             continue;
         }
@@ -123,13 +126,10 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
                 Some((n, val)) => (format!("--{n}"), Some(val.to_string())),
                 None => (v.to_string(), None),
             };
-            let value = if attached.is_some() {
-                attached
-            } else if takes_value(&syntax, &name) && i < args.len() {
-                i += 1;
-                Some(args[i - 1].value.clone())
-            } else {
-                None
+            let value = match attached {
+                Some(v) => Some(v),
+                None if takes_value(&syntax, &name) => next_word(&mut i),
+                None => None,
             };
             out.options.push(Opt { name, value });
             continue;
@@ -150,13 +150,10 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
             }
             if takes_value(&syntax, &name) {
                 let rest: String = chars[k..].iter().collect();
-                let value = if !rest.is_empty() {
-                    Some(rest)
-                } else if i < args.len() {
-                    i += 1;
-                    Some(args[i - 1].value.clone())
+                let value = if rest.is_empty() {
+                    next_word(&mut i)
                 } else {
-                    None
+                    Some(rest)
                 };
                 out.options.push(Opt { name, value });
                 break;

@@ -586,3 +586,78 @@ pub(crate) fn safe_assignment_name(name: &str) -> bool {
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     lower && !base.is_empty() && !UNSAFE_LOWER_ENV.contains(&base)
 }
+
+/// curl options whose value is a file curl writes.
+pub(crate) const CURL_OUTPUT_FILES: &[&str] = &[
+    "-o",
+    "--output",
+    "-D",
+    "--dump-header",
+    "-c",
+    "--cookie-jar",
+    "--trace",
+    "--trace-ascii",
+    "--libcurl",
+    "--stderr",
+    "--etag-save",
+    "--hsts",
+    "--alt-svc",
+];
+/// Other curl options that take a value.
+pub(crate) const CURL_VALUES: &[&str] = &[
+    "--output-dir",
+    "-K",
+    "--config",
+    "-d",
+    "--data",
+    "-H",
+    "--header",
+    "-X",
+    "--request",
+    "-u",
+    "--user",
+    "-A",
+    "--user-agent",
+    "-e",
+    "--referer",
+    "-F",
+    "--form",
+    "-T",
+    "--upload-file",
+    "-w",
+    "--write-out",
+    "-x",
+    "--proxy",
+    "-m",
+    "--max-time",
+    "-b",
+    "--cookie",
+    "-r",
+    "--range",
+    "--url",
+];
+/// wget options whose value is a file wget writes.
+pub(crate) const WGET_OUTPUT_FILES: &[&str] = &[
+    "-O",
+    "--output-document",
+    "-o",
+    "--output-file",
+    "-a",
+    "--append-output",
+];
+/// Other wget options that take a value.
+pub(crate) const WGET_VALUES: &[&str] = &[
+    "-P",
+    "--directory-prefix",
+    "-i",
+    "--input-file",
+    "-e",
+    "--execute",
+    "-U",
+    "--user-agent",
+    "--header",
+    "-T",
+    "--timeout",
+    "-t",
+    "--tries",
+];
