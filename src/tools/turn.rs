@@ -16,9 +16,12 @@ pub const DEFAULT_REFUSAL_REPEATS: u32 = 5;
 /// The limit from `SPEAR_REFUSAL_REPEATS`, else the default. Zero or garbage means the default:
 /// a misspelt override must not switch the stop off.
 pub fn refusal_repeats_from_env() -> u32 {
-    std::env::var("SPEAR_REFUSAL_REPEATS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u32>().ok())
+    refusal_repeats(std::env::var("SPEAR_REFUSAL_REPEATS").ok().as_deref())
+}
+
+/// The limit an override text gives (see [`refusal_repeats_from_env`]).
+pub fn refusal_repeats(text: Option<&str>) -> u32 {
+    text.and_then(|v| v.trim().parse::<u32>().ok())
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_REFUSAL_REPEATS)
 }
@@ -112,6 +115,16 @@ impl Turn {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_refusal_limit_override_is_read_safely() {
+        assert_eq!(super::refusal_repeats(None), 5);
+        assert_eq!(super::refusal_repeats(Some(" 3 ")), 3);
+        // A zero or a typo must not switch the stop off.
+        assert_eq!(super::refusal_repeats(Some("0")), 5);
+        assert_eq!(super::refusal_repeats(Some("five")), 5);
+    }
+
     use super::*;
 
     #[test]
