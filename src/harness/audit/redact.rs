@@ -96,8 +96,46 @@ fn rules() -> &'static (RegexSet, Vec<(Regex, String)>) {
     })
 }
 
+/// Literals at least one of which every rule above needs to match (in lower case). Text with
+/// none of them cannot hold a secret, so the rules (whose compilation costs milliseconds) are
+/// never built for it: most commands and environment values never pay for redaction.
+const NEEDLES: [&str; 24] = [
+    "-----begin",
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "akia",
+    "asia",
+    "xox",
+    "eyj",
+    "bearer",
+    "basic",
+    "://",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "auth",
+    "cookie",
+    "session",
+];
+
+fn might_hold_secret(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    NEEDLES.iter().any(|n| lower.contains(n))
+}
+
 /// `text` with every value-shaped secret (and every secret-named value) replaced.
 pub fn redact_text(text: &str) -> Cow<'_, str> {
+    if !might_hold_secret(text) {
+        return Cow::Borrowed(text);
+    }
     let (set, table) = rules();
     let hits = set.matches(text);
     if !hits.matched_any() {
@@ -219,6 +257,31 @@ fn bound(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_quick_reject_lets_every_rule_see_its_secrets() {
+        // One sample per rule, in odd cases: each must pass the literal prefilter and be redacted.
+        for sample in [
+            "-----BEGIN RSA PRIVATE KEY-----\nabc",
+            "x sk-ABCDEFGHIJKLMNOPQRST",
+            "ghp_ABCDEFGHIJKLMNOPQRSTUVWX",
+            "github_pat_ABCDEFGHIJKLMNOPQRSTUVWX",
+            "AKIAABCDEFGHIJKLMNOP",
+            "ASIAABCDEFGHIJKLMNOP",
+            "xoxb-1234567890-abc",
+            "eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sig",
+            "BEARER abcdef123456",
+            "Basic dXNlcjpwYXNz",
+            "https://user:hunter2@example.invalid/",
+            "MY_API_KEY=hunter2",
+            "curl --Auth-Token hunter2",
+        ] {
+            assert!(super::might_hold_secret(sample), "{sample}");
+            assert_ne!(super::redact_text(sample), sample, "{sample}");
+        }
+        assert!(!super::might_hold_secret("cargo test --all-targets"));
+    }
+
     use super::*;
 
     #[test]
