@@ -6,6 +6,7 @@
 //! 346). So a source holding here-documents is parsed twice: as written, and with every
 //! here-document operator and body blanked out, and the facts of both parses are merged.
 
+mod keywords;
 mod walk;
 mod words;
 
@@ -228,13 +229,26 @@ pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
         };
     };
     let mut facts = walk::walk(source, &tree, depth);
+    reread_heredocs(source, &tree, depth, &mut facts);
+    if keywords::misread(&facts)
+        && let Some(blanked) = keywords::blank_pipeline_keywords(source, &tree)
+    {
+        let mut second = parse_at_depth(&blanked, depth);
+        // The first reading already holds these here-documents, with their bodies.
+        second.heredocs.clear();
+        facts.merge(second);
+    }
+    facts
+}
+
+/// A second parse with here-documents blanked, to see commands tree-sitter hid after them, and
+/// the bodies bash would read (by its line rules), not tree-sitter's guess.
+fn reread_heredocs(source: &str, tree: &tree_sitter::Tree, depth: usize, facts: &mut ShellFacts) {
     let heredoc_misparse = source.contains("<<") && !facts.parse_errors.is_empty();
     if facts.heredocs.is_empty() && !heredoc_misparse {
-        return facts;
+        return;
     }
-    // Second parse with here-documents blanked, to see commands tree-sitter hid after them.
-    let (blanked, bodies) = walk::blank_heredocs(source, &tree);
-    // The body bash would read (by its line rules), not tree-sitter's guess.
+    let (blanked, bodies) = walk::blank_heredocs(source, tree);
     for doc in facts.heredocs.iter_mut() {
         if let Some((_, body, quoted)) = bodies.iter().find(|(op, _, _)| *op == doc.operator_at) {
             doc.body = body.clone();
@@ -248,15 +262,75 @@ pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
         second.heredocs.clear();
         facts.merge(second);
     }
-    facts
 }
 
+/// Parse `source` into a tree whose byte offsets match `source`; the walker reads every text from
+/// `source` itself, never from the copy the grammar was given.
 fn parse_tree(source: &str) -> Option<tree_sitter::Tree> {
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .ok()?;
-    parser.parse(source, None)
+    let text = grammar_copy(source);
+    let bytes: &[u8] = &text;
+    parser.parse_custom_encoding::<AsciiLookahead, _, _>(
+        &mut |i, _| bytes.get(i..).unwrap_or_default(),
+        None,
+        None,
+    )
+}
+
+/// UTF-8 decoding that shows the grammar every non-ASCII character as `x`, consuming all of its
+/// bytes. tree-sitter-bash 0.25's external scanner calls `isdigit()` on the code point after a
+/// `{`; above 255 that reads outside the C library's table, and `echo {` followed by U+10FFFF
+/// killed the process with SIGSEGV. Bash never reads a non-ASCII character as an operator or a
+/// quote, so only word text is affected, and the walker reads word text from the original.
+/// (At worst `$é` now looks like an expansion, which only makes a command less trusted.)
+/// Node boundaries stay on character boundaries, since each character is consumed whole.
+struct AsciiLookahead;
+
+impl tree_sitter::Decode for AsciiLookahead {
+    fn decode(bytes: &[u8]) -> (i32, u32) {
+        let Some(&first) = bytes.first() else {
+            return (-1, 0);
+        };
+        if first.is_ascii() {
+            return (i32::from(first), 1);
+        }
+        let len: usize = match first {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => 1,
+        };
+        // `source` is a `&str`, so a character is never cut short; the bound is only a guard.
+        (i32::from(b'x'), len.min(bytes.len()) as u32)
+    }
+}
+
+/// The text the grammar is given in place of `source`: the same bytes, but for one operator.
+/// tree-sitter-bash has no `<>`: it reads `cat <> f` as `<` and `>` with an ERROR node between
+/// them, and in a longer pipeline that error swallowed the pipe structure (`curl … | sh | cat <>
+/// f` lost its `curl | sh`). The grammar is given the same-length clobber operator `>|` instead,
+/// which it parses wherever `<>` may stand; the walker reads the operator back as `<>` from the
+/// original. An escaped `\<` and the tail of `<<` are left alone, since neither starts a `<>`;
+/// inside quotes or a here-document body the swap changes no structure.
+fn grammar_copy(source: &str) -> std::borrow::Cow<'_, [u8]> {
+    let bytes = source.as_bytes();
+    if !source.contains("<>") {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = bytes.to_vec();
+    for i in 0..bytes.len().saturating_sub(1) {
+        let starts_read_write = bytes[i] == b'<'
+            && bytes[i + 1] == b'>'
+            && !(i > 0 && matches!(bytes[i - 1], b'\\' | b'<'));
+        if starts_read_write {
+            out[i] = b'>';
+            out[i + 1] = b'|';
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -122,3 +122,75 @@ fn a_leading_brace_list_keeps_its_brace() {
     let f = parse("{ ls; }");
     assert_eq!(f.commands[0].name.value, "ls");
 }
+
+#[test]
+fn a_code_point_above_255_after_a_brace_does_not_crash_the_grammar() {
+    // tree-sitter-bash's scanner calls isdigit() on the code point after `{`; U+10FFFF read far
+    // outside the C library's table and killed the process. The grammar now sees ASCII only.
+    for c in ['\u{10FFFF}', '\u{E0000}', '\u{1F600}', '\u{FFFD}', 'é'] {
+        for src in [
+            format!("echo {{{c}}}"),
+            format!("echo {{{c}"),
+            format!("{{{c}..{c}}}"),
+        ] {
+            let f = parse(&src);
+            assert!(!f.commands.is_empty(), "{src:?}");
+        }
+    }
+    // Words keep their real text: only the grammar's copy is rewritten.
+    let f = parse("grep 'é' fïle");
+    assert_eq!(f.commands[0].args[0].value, "é");
+    assert_eq!(f.commands[0].args[1].value, "fïle");
+}
+
+#[test]
+fn read_write_redirection_keeps_the_pipeline() {
+    let f = parse("curl x | tee s | sh | cat <> rw.txt");
+    assert!(f.parse_errors.is_empty(), "{:?}", f.parse_errors);
+    assert_eq!(f.pipelines.len(), 1);
+    assert_eq!(f.pipelines[0].len(), 4);
+    let rw = f.commands[3]
+        .redirects
+        .iter()
+        .chain(&f.statement_redirects)
+        .next()
+        .unwrap();
+    assert_eq!(rw.kind, RedirectKind::ReadWrite);
+    assert_eq!(rw.target.as_ref().unwrap().value, "rw.txt");
+    // Quoted, it is text.
+    let f = parse("grep '<>' f");
+    assert_eq!(f.commands[0].args[0].value, "<>");
+    assert!(f.commands[0].redirects.is_empty());
+}
+
+#[test]
+fn backticks_glued_across_a_newline_are_a_parse_error() {
+    let f = parse("echo `whoami` \n `echo ls`");
+    assert!(
+        f.parse_errors.iter().any(|e| e.contains("backtick")),
+        "{:?}",
+        f.parse_errors
+    );
+    // Blanks between two substitutions are an ordinary argument list.
+    assert!(parse("echo `pwd` `whoami`").parse_errors.is_empty());
+}
+
+#[test]
+fn keywords_before_a_compound_command_are_read_through() {
+    for src in [
+        "! while true; do rm -rf x; done",
+        "time while true; do rm -rf x; done",
+        "time -p { rm -rf x; }",
+        "! if true; then rm -rf x; fi",
+    ] {
+        let rm = parse(src)
+            .commands
+            .iter()
+            .find(|c| c.name.value == "rm")
+            .map(|c| c.args.iter().map(|a| a.value.clone()).collect::<Vec<_>>());
+        assert_eq!(rm, Some(vec!["-rf".to_string(), "x".to_string()]), "{src}");
+    }
+    // Without the misreading there is one reading only.
+    assert_eq!(names("! ls"), ["ls"]);
+    assert_eq!(names("time ls"), ["time"]);
+}

@@ -107,12 +107,22 @@ impl<'a> Walker<'a> {
     /// Backtick substitutions, read by bash's rules rather than the grammar's: tree-sitter-bash
     /// lexes "` `" between two adjacent substitutions as one token and hides the second
     /// command inside the first. Each body is unescaped (`\\``, `\\\\`, `\\$`) and parsed alone.
+    ///
+    /// The token it glues can hold more than blanks: in "echo `a` ⏎ `b`" the newline ends the
+    /// first command and the output of `b` is the *name* of a second one, which no reading of
+    /// the bodies shows. Anything but blanks between two bodies means the grammar lost the
+    /// statement structure, and that is recorded as a parse error, so the class cannot be
+    /// lower than SHELL_COMPLEX.
     fn backticks(&mut self, n: Node) {
         let text = self.text(n);
         let mut bodies = Vec::new();
         let mut current: Option<String> = None;
+        let mut between = String::new();
         let mut chars = text.chars().peekable();
         while let Some(c) = chars.next() {
+            if current.is_none() && c != '`' {
+                between.push(c);
+            }
             match (c, current.as_mut()) {
                 ('\\', Some(body)) => match chars.next() {
                     Some(e @ ('`' | '\\' | '$')) => body.push(e),
@@ -127,6 +137,14 @@ impl<'a> Walker<'a> {
                 (c, Some(body)) => body.push(c),
                 (_, None) => {}
             }
+        }
+        if between.chars().any(|c| c != ' ' && c != '\t') {
+            self.facts.parse_errors.push(format!(
+                "backtick substitutions at byte {} are joined across {:?}, which the parser \
+                 cannot read",
+                n.start_byte(),
+                between.trim_matches([' ', '\t'])
+            ));
         }
         if let Some(unterminated) = current {
             self.facts.parse_errors.push(format!(
@@ -675,7 +693,12 @@ pub(super) fn blank_heredocs(src: &str, tree: &Tree) -> (String, Vec<(usize, Str
     let mut ops = Vec::new();
     let mut stack = vec![tree.root_node()];
     while let Some(n) = stack.pop() {
-        if n.kind() == "<<" || n.kind() == "<<-" {
+        // A node the parser invented while recovering from an error (`is_missing`) has the kind
+        // but not the text; only a real `<<` in the source starts a here-document.
+        let real_operator = src
+            .get(n.start_byte()..)
+            .is_some_and(|rest| rest.starts_with("<<"));
+        if (n.kind() == "<<" || n.kind() == "<<-") && !n.is_missing() && real_operator {
             ops.push(n.start_byte());
         }
         let mut cursor = n.walk();
@@ -742,7 +765,7 @@ pub(super) fn blank_heredocs(src: &str, tree: &Tree) -> (String, Vec<(usize, Str
 /// Lex the here-document delimiter after the operator at `op`: its unquoted value, where its
 /// source text ends, and whether the operator is `<<-`.
 fn lex_delimiter(src: &str, op: usize) -> (String, usize, bool) {
-    let rest = &src[op..];
+    let rest = src.get(op..).unwrap_or_default();
     let strip_tabs = rest.starts_with("<<-");
     let mut i = op + if strip_tabs { 3 } else { 2 };
     let bytes = src.as_bytes();
@@ -750,7 +773,7 @@ fn lex_delimiter(src: &str, op: usize) -> (String, usize, bool) {
         i += 1;
     }
     let mut value = String::new();
-    let mut chars = src[i..].char_indices().peekable();
+    let mut chars = src.get(i..).unwrap_or_default().char_indices().peekable();
     let mut end = i;
     let mut quote: Option<char> = None;
     while let Some((off, c)) = chars.next() {

@@ -1,0 +1,79 @@
+//! The pipeline keywords `!` and `time`, which tree-sitter-bash only half knows.
+//!
+//! Before a compound command the grammar reads them wrongly: `time while c; do rm x; done` comes
+//! out as the commands `time while c`, `do rm x` and `done`, and `! while …` the same way, so
+//! `rm` is seen only as an argument of a command named `do`. Neither keyword changes which
+//! commands bash runs, so a second reading of the source with them blanked is as true as the
+//! first, and it gives the grammar back the compound command.
+
+use tree_sitter::{Node, Tree};
+
+use super::ShellFacts;
+
+/// Words bash reads as syntax at the start of a command. A command the grammar named with one
+/// of them is a sign it lost the structure. (`time` is not here: the grammar names a command
+/// `time` in every reading, right or wrong.)
+const RESERVED: &[&str] = &[
+    "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+    "function", "if", "in", "select", "then", "until", "while",
+];
+
+/// Whether the grammar's reading shows the keyword misparse: a parse error, or a command named
+/// by a reserved word (`do`, `done`, `}` …). Only then is the second reading worth its cost.
+pub(super) fn misread(facts: &ShellFacts) -> bool {
+    !facts.parse_errors.is_empty()
+        || facts.commands.iter().any(|c| {
+            // Quoted (`"do"`), the word is an ordinary command name.
+            !c.name.dynamic
+                && c.name.raw == c.name.value
+                && RESERVED.contains(&c.name.value.as_str())
+        })
+}
+
+/// The source with every `!` of a negated pipeline and every `time` keyword (with its `-p`)
+/// replaced by blanks, or `None` when there is none. Byte offsets are kept.
+pub(super) fn blank_pipeline_keywords(src: &str, tree: &Tree) -> Option<String> {
+    let mut spans = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "negated_command" => {
+                if let Some(bang) = n.child(0).filter(|c| c.kind() == "!") {
+                    spans.push(bang.byte_range());
+                }
+            }
+            "command" => spans.extend(time_keyword(src, n)),
+            _ => {}
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    if spans.is_empty() {
+        return None;
+    }
+    let mut bytes = src.as_bytes().to_vec();
+    for span in spans {
+        for b in bytes.get_mut(span)? {
+            *b = b' ';
+        }
+    }
+    // Only ASCII keywords were blanked, so the result is UTF-8 wherever `src` is.
+    String::from_utf8(bytes).ok()
+}
+
+/// The bytes of `time` and of a `-p` right after it, when `time` names the command.
+fn time_keyword(src: &str, command: Node) -> Option<std::ops::Range<usize>> {
+    let name = command.child_by_field_name("name")?;
+    if src.get(name.byte_range())? != "time" {
+        return None;
+    }
+    let mut end = name.end_byte();
+    let mut cursor = command.walk();
+    let first_arg = command
+        .children_by_field_name("argument", &mut cursor)
+        .next();
+    if let Some(arg) = first_arg.filter(|a| src.get(a.byte_range()) == Some("-p")) {
+        end = arg.end_byte();
+    }
+    Some(name.start_byte()..end)
+}
