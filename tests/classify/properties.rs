@@ -51,6 +51,29 @@ const SEEDS: &[&str] = &[
     "npm install",
 ];
 
+/// Constructs that run what they hold (`X`) as bash would run it on its own.
+const WRAPS: &[&str] = &[
+    "( X )",
+    "{ X; }",
+    "echo $(X)",
+    "echo \"$(X)\"",
+    "echo `X`",
+    "if X; then :; fi",
+    "if true; then X; fi",
+    "X &",
+    "bash -c 'X'",
+    "! X",
+    "time X",
+    "time -p X",
+    "while false; do X; done",
+    "for i in 1; do X; done",
+    "f() { X; }; f",
+    "cat <(X)",
+    "case a in a) X;; esac",
+    "true && X",
+    "false || X",
+];
+
 fn policy() -> CommandPolicy {
     CommandPolicy::default()
 }
@@ -132,6 +155,41 @@ proptest! {
         let text = String::from_utf8_lossy(&bytes);
         let a = policy().classify(&text);
         prop_assert!(!a.reasons.is_empty());
+    }
+
+    /// Any code point, not only what lossy UTF-8 makes of bytes: tree-sitter-bash's scanner
+    /// once read outside a C table on a code point above 255 after `{`, and the process died.
+    #[test]
+    fn classify_never_crashes_on_any_unicode(
+        chars in prop::collection::vec(
+            prop_oneof![any::<char>(), Just('{'), Just('}'), Just('.'), Just('$'), Just(' ')],
+            0..256,
+        )
+    ) {
+        let text: String = chars.into_iter().collect();
+        let a = policy().classify(&text);
+        prop_assert!(!a.reasons.is_empty());
+    }
+
+    #[test]
+    fn wrapping_never_lowers_the_class(a in any::<prop::sample::Index>(), w in 0usize..WRAPS.len()) {
+        let parts = parts();
+        let x = a.get(&parts);
+        let wrap = WRAPS[w];
+        // `$(( … ))` is arithmetic to bash, so a part starting with `(` would change meaning.
+        prop_assume!(!(wrap.contains("$(X") && x.starts_with('(')));
+        prop_assume!(!(wrap.contains('\'') && x.contains('\'')));
+        prop_assume!(!(wrap.contains('`') && x.contains('`')));
+        let p = policy();
+        let inner = p.classify(x).class;
+        let wrapped = wrap.replace('X', x);
+        let got = p.classify(&wrapped);
+        prop_assert!(
+            got.class >= inner,
+            "{wrapped:?} is {} but {x:?} alone is {inner}: {:?}",
+            got.class,
+            got.reasons
+        );
     }
 
     #[test]

@@ -397,18 +397,23 @@ impl Cx<'_> {
             .collect();
         // Remote code substituted into an interpreter: `bash <(curl …)`, `eval "$(wget …)"`.
         for c in &f.commands {
-            let key = base_name(&c.name.value);
+            // Through wrappers too: `time bash <(curl …)`, `nice eval "$(wget …)"`.
+            let (name, args) = super::runners::innermost(&c.name, &c.args);
+            if name.dynamic {
+                continue;
+            }
+            let key = base_name(&name.value);
             let runs_code = tables::SHELLS.contains(&key)
                 || tables::interpreter(key).is_some()
                 || ["eval", "source", ".", "trap"].contains(&key);
             if !runs_code {
                 continue;
             }
-            let words = c
-                .args
-                .iter()
-                .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()));
-            for w in words {
+            let words = || {
+                args.iter()
+                    .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()))
+            };
+            for w in words() {
                 if let Some(fetcher) = w
                     .substitutions
                     .iter()
@@ -421,11 +426,7 @@ impl Cx<'_> {
                     );
                 }
             }
-            for w in c
-                .args
-                .iter()
-                .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()))
-            {
+            for w in words() {
                 if let Some(var) = tainted.iter().find(|v| {
                     w.raw.contains(&format!("${v}")) || w.raw.contains(&format!("${{{v}"))
                 }) {
@@ -436,7 +437,8 @@ impl Cx<'_> {
                 }
             }
             // A here-string fed to a shell is a script.
-            if tables::SHELLS.contains(&key) && reads_program(c).is_some() {
+            if tables::SHELLS.contains(&key) && super::commands::stdin_program(name, args).is_some()
+            {
                 for r in c
                     .redirects
                     .iter()
@@ -505,13 +507,14 @@ impl Cx<'_> {
 /// The worst place a `cd`/`pushd` in the line moves to, when that is not inside the workspace.
 fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<Scope> {
     let mut worst: Option<Scope> = None;
-    for c in f
+    // `command cd /`, `builtin cd /` and `time cd /` move the shell too.
+    let moves = f
         .commands
         .iter()
-        .filter(|c| ["cd", "pushd"].contains(&c.name.value.as_str()))
-    {
-        let target = c
-            .args
+        .map(|c| super::runners::innermost(&c.name, &c.args))
+        .filter(|(name, _)| !name.dynamic && ["cd", "pushd"].contains(&name.value.as_str()));
+    for (_, args) in moves {
+        let target = args
             .iter()
             .find(|a| !a.value.starts_with('-') || a.value == "-");
         let scope = match target {
@@ -544,8 +547,10 @@ pub(crate) fn base_name(v: &str) -> &str {
     }
 }
 
+/// A command that downloads, also behind wrappers (`nice curl …`, `time wget …`).
 fn is_fetcher(c: &SimpleCommand) -> bool {
-    !c.name.dynamic && tables::FETCHERS.contains(&base_name(&c.name.value))
+    let (name, _) = super::runners::innermost(&c.name, &c.args);
+    !name.dynamic && tables::FETCHERS.contains(&base_name(&name.value))
 }
 
 /// Apply bash brace expansion to a command's words (`{rm,-rf,/}` is `rm -rf /`).

@@ -33,6 +33,11 @@ pub(crate) fn stdin_program(name: &Word, args: &[Word]) -> Option<Program> {
         let inner = args.iter().position(|a| !a.value.starts_with('-'))?;
         return stdin_program(&args[inner], &args[inner + 1..]);
     }
+    if tables::WRAPPERS.contains(&key) {
+        // `… | nice sh`, `… | timeout 60 bash`, `… | env X=1 python3`.
+        let inner = super::runners::wrapped_index(key, args)?;
+        return stdin_program(&args[inner], &args[inner + 1..]);
+    }
     if let Some(flags) = tables::interpreter(key) {
         let code = Interp::parse(key, flags, args);
         let from_stdin = code.inline.is_empty()

@@ -182,83 +182,27 @@ impl Cx<'_> {
     }
 
     pub(crate) fn wrapper(&mut self, key: &str, args: &[Word]) {
-        let inner: Option<usize> = match key {
+        match key {
             "env" => return self.env(args),
-            "command" => {
-                if args
-                    .iter()
-                    .take_while(|a| a.value.starts_with('-'))
-                    .any(|a| a.value.contains(['v', 'V']))
-                {
-                    return;
-                }
-                skip_options(args, &[])
-            }
-            "exec" => skip_options(args, &["-a"]),
-            "timeout" => {
-                skip_options(args, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1)
-            }
-            "nice" => {
-                let i = skip_options(args, &["-n", "--adjustment"]);
-                i.filter(|_| !args.is_empty())
-            }
-            "stdbuf" => skip_options(args, &["-i", "-o", "-e", "--input", "--output", "--error"]),
-            "setsid" | "nohup" | "unbuffer" | "catchsegv" | "builtin" | "torsocks"
-            | "proxychains" | "proxychains4" => skip_options(args, &[]),
-            "ionice" => skip_options(
-                args,
-                &[
-                    "-c",
-                    "-n",
-                    "-p",
-                    "-P",
-                    "-u",
-                    "--class",
-                    "--classdata",
-                    "--pid",
-                ],
-            ),
-            "chrt" => skip_options(args, &["-T", "-P", "-D"]).map(|i| i + 1),
-            "taskset" => skip_options(args, &["-c", "--cpu-list"]).map(|i| {
-                if args
-                    .iter()
-                    .any(|a| a.value == "-c" || a.value == "--cpu-list")
-                {
-                    i
-                } else {
-                    i + 1
-                }
-            }),
+            "xargs" => return self.xargs(args),
+            "flock" => return self.flock(args),
+            "watch" => return self.watch(args),
             "time" => {
-                let parsed = options::parse(
-                    args,
-                    OptionSyntax::gnu(&["-f", "--format", "-o", "--output"]),
-                );
+                let parsed = options::parse(args, OptionSyntax::gnu(TIME_VALUES));
                 if let Some(out) = parsed
                     .value_of("-o")
                     .or_else(|| parsed.value_of("--output"))
                 {
                     self.write_target(&Word::literal(out), "`time -o`", WriteKind::Plain);
                 }
-                let i = skip_options(args, &["-f", "--format", "-o", "--output"]);
                 // `time` is a shell keyword: it adds nothing of its own to the class.
-                if let Some(i) = i {
+                if let Some(i) = wrapped_index(key, args) {
                     self.wrapped(&args[i..]);
                 }
                 return;
             }
-            "xargs" => return self.xargs(args),
-            "flock" => return self.flock(args),
-            "watch" => return self.watch(args),
-            "busybox" => skip_options(args, &[]),
             "strace" | "ltrace" => {
-                let parsed = options::parse(
-                    args,
-                    OptionSyntax::gnu(&[
-                        "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
-                        "-X",
-                    ]),
-                );
+                let parsed = options::parse(args, OptionSyntax::gnu(TRACE_VALUES));
                 if let Some(out) = parsed.value_of("-o") {
                     self.write_target(
                         &Word::literal(out),
@@ -266,17 +210,19 @@ impl Cx<'_> {
                         WriteKind::Plain,
                     );
                 }
-                skip_options(
-                    args,
-                    &[
-                        "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S",
-                        "-X",
-                    ],
-                )
             }
-            _ => skip_options(args, &[]),
-        };
-        let inner = inner.filter(|i| *i < args.len());
+            _ => {}
+        }
+        if key == "command"
+            && args
+                .iter()
+                .take_while(|a| a.value.starts_with('-'))
+                .any(|a| a.value.contains(['v', 'V']))
+        {
+            // `command -v x` only looks a name up.
+            return;
+        }
+        let inner = wrapped_index(key, args);
         if key == "exec" && inner.is_none() {
             // `exec 3>file`: only redirections, which are judged on their own.
             return;
@@ -416,6 +362,101 @@ impl Cx<'_> {
             self.nested_script(&script);
         }
     }
+}
+
+/// `time` options that take a value.
+const TIME_VALUES: &[&str] = &["-f", "--format", "-o", "--output"];
+/// `strace`/`ltrace` options that take a value.
+const TRACE_VALUES: &[&str] = &[
+    "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X",
+];
+
+/// Where the command a wrapper runs starts in its arguments: `nice -n 5 curl x` gives the index
+/// of `curl`. `None` when the wrapper names no command it runs as it stands (`command -v x`,
+/// `env -S '…'`, an `env` word known only at run time, `xargs` or `watch` building one).
+pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
+    let inner = match key {
+        "env" => env_command(args),
+        "command" => {
+            if args
+                .iter()
+                .take_while(|a| a.value.starts_with('-'))
+                .any(|a| a.value.contains(['v', 'V']))
+            {
+                return None;
+            }
+            skip_options(args, &[])
+        }
+        "exec" => skip_options(args, &["-a"]),
+        "timeout" => skip_options(args, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1),
+        "nice" => skip_options(args, &["-n", "--adjustment"]),
+        "stdbuf" => skip_options(args, &["-i", "-o", "-e", "--input", "--output", "--error"]),
+        "ionice" => skip_options(
+            args,
+            &[
+                "-c",
+                "-n",
+                "-p",
+                "-P",
+                "-u",
+                "--class",
+                "--classdata",
+                "--pid",
+            ],
+        ),
+        "chrt" => skip_options(args, &["-T", "-P", "-D"]).map(|i| i + 1),
+        "taskset" => skip_options(args, &["-c", "--cpu-list"]).map(|i| {
+            if args
+                .iter()
+                .any(|a| a.value == "-c" || a.value == "--cpu-list")
+            {
+                i
+            } else {
+                i + 1
+            }
+        }),
+        "time" => skip_options(args, TIME_VALUES),
+        "strace" | "ltrace" => skip_options(args, TRACE_VALUES),
+        "xargs" | "flock" | "watch" => None,
+        _ => skip_options(args, &[]),
+    };
+    inner.filter(|i| *i < args.len())
+}
+
+/// The command `env` runs, past its options and `NAME=value` words.
+fn env_command(args: &[Word]) -> Option<usize> {
+    let mut i = 0;
+    while i < args.len() {
+        let v = args[i].value.as_str();
+        if args[i].dynamic || v == "-S" || v.starts_with("--split-string") || v.starts_with("-S") {
+            return None;
+        }
+        if ["-u", "--unset", "-C", "--chdir"].contains(&v) {
+            i += 2;
+        } else if v.starts_with('-') || v.contains('=') {
+            i += 1;
+        } else {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// The command that finally runs once wrappers are looked through: `time nice curl x` is
+/// `curl x`. Bounded, like the classifier's own unwrapping.
+pub(crate) fn innermost<'a>(name: &'a Word, args: &'a [Word]) -> (&'a Word, &'a [Word]) {
+    let (mut name, mut args) = (name, args);
+    for _ in 0..32 {
+        let key = super::classify::base_name(&name.value);
+        if name.dynamic || !tables::WRAPPERS.contains(&key) {
+            break;
+        }
+        let Some(i) = wrapped_index(key, args) else {
+            break;
+        };
+        (name, args) = (&args[i], &args[i + 1..]);
+    }
+    (name, args)
 }
 
 /// Index of the first operand after options; options in `with_value` consume the next word.
