@@ -1,4 +1,4 @@
-//! `spear tool NAME [JSON_ARGS] [--mode M] [--json]`: one tool call through the same router the
+//! `spear tool NAME [JSON_ARGS] [--mode M] [--network] [--json]`: one tool call through the same router the
 //! model's calls take, on the coding surface. Exit codes as `spear exec`: the command's own code
 //! when a terminal command ran, 0 ok, 126 refused or cancelled, 127 not found, 124 timeout,
 //! 1 failed.
@@ -41,6 +41,10 @@ pub struct ToolArgs {
     /// Print the envelope as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Let terminal commands that need the network have it (through slirp4netns; host
+    /// loopback stays unreachable). Without it they are denied, as the spec's session setting.
+    #[arg(long)]
+    pub network: bool,
 }
 
 /// The executor the terminal tool runs commands with: the sandboxed `CommandRunner`, with the
@@ -94,6 +98,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         ws,
         TargetPolicy::default(),
         CommandPolicy::new(PolicyConfig {
+            network_enabled: args.network,
             workspace_root: Some(root.clone()),
             ..PolicyConfig::default()
         }),

@@ -187,3 +187,40 @@ fn bad_json_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("JSON_ARGS is not valid JSON"));
 }
+
+/// `--network` is the session setting for one call: without it a command that needs the network
+/// is denied in every mode; with it the command gets its own interface and DNS, and the host's
+/// loopback (a server this test starts) stays out of reach.
+#[test]
+fn network_through_the_binary_only_with_the_flag() {
+    let f = Fixture::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let command = format!(
+        "curl -s -m 3 http://127.0.0.1:{port}/; echo \"curl exit $?\"; \
+         grep -c tap0 /proc/net/dev; cat /etc/resolv.conf"
+    );
+    let args = serde_json::json!({ "command": command }).to_string();
+
+    let (rc, v, _) = spear(&f, &["terminal", &args, "--mode", "auto"]);
+    assert_eq!((rc, v["status"].as_str()), (126, Some("denied")), "{v}");
+    assert!(
+        v["reason"].as_str().unwrap_or_default().contains("network"),
+        "{v}"
+    );
+
+    let (rc, v, _) = spear(&f, &["terminal", &args, "--mode", "auto", "--network"]);
+    let out = v["stdout"].as_str().unwrap_or_default();
+    assert_eq!((rc, v["status"].as_str()), (0, Some("ok")), "{v}");
+    assert!(out.contains("nameserver 10.0.2.3"), "{out}");
+    assert!(out.lines().any(|l| l.trim() == "1"), "no tap0: {out}");
+    assert!(
+        !out.contains("curl exit 0"),
+        "host loopback answered: {out}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the sandbox reached the host's loopback"
+    );
+}
