@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -142,23 +143,50 @@ const HEADER_BYTES: u64 = 4096;
 #[derive(Debug, Clone)]
 pub struct TargetPolicy {
     dirs: Vec<(TargetRule, Vec<String>)>,
-    headers: Vec<Regex>,
+    headers: HeaderPatterns,
     header_lines: usize,
+}
+
+/// Header regexes, compiled when a header is first looked at. Compiling the defaults took about
+/// a third of a `spear exec -- true` process's own instructions, though most commands write
+/// no existing file and never need them.
+#[derive(Debug, Clone)]
+struct HeaderPatterns {
+    patterns: Vec<String>,
+    compiled: OnceLock<Vec<Regex>>,
+}
+
+impl HeaderPatterns {
+    /// Patterns already known to compile (`TargetPolicy::new` checked them, or they are the
+    /// defaults, which a unit test pins); one that did not would be left out, so a typo could
+    /// never disable the path rules.
+    fn lazy(patterns: Vec<String>) -> Self {
+        HeaderPatterns {
+            patterns,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &[Regex] {
+        self.compiled.get_or_init(|| {
+            self.patterns
+                .iter()
+                .filter_map(|p| Regex::new(p).ok())
+                .collect()
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
 }
 
 impl Default for TargetPolicy {
     fn default() -> Self {
         let config = TargetPolicyConfig::default();
-        // The default patterns are literals that compile (a unit test pins it); keeping those
-        // that do, rather than panicking, means a typo there could never disable the path rules.
-        let headers = config
-            .header_patterns
-            .iter()
-            .filter_map(|p| Regex::new(p).ok())
-            .collect();
         TargetPolicy {
             dirs: dir_rules(&config),
-            headers,
+            headers: HeaderPatterns::lazy(config.header_patterns),
             header_lines: config.header_lines,
         }
     }
@@ -187,7 +215,7 @@ fn dir_rules(config: &TargetPolicyConfig) -> Vec<(TargetRule, Vec<String>)> {
 
 impl TargetPolicy {
     pub fn new(config: TargetPolicyConfig) -> Result<Self, TargetPolicyError> {
-        let headers = config
+        let compiled = config
             .header_patterns
             .iter()
             .map(|p| {
@@ -196,10 +224,13 @@ impl TargetPolicy {
                     source,
                 })
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(TargetPolicy {
             dirs: dir_rules(&config),
-            headers,
+            headers: HeaderPatterns {
+                patterns: config.header_patterns,
+                compiled: OnceLock::from(compiled),
+            },
             header_lines: config.header_lines,
         })
     }
@@ -264,7 +295,7 @@ impl TargetPolicy {
         };
         let text = String::from_utf8_lossy(&head);
         for line in text.lines().take(self.header_lines) {
-            if self.headers.iter().any(|re| re.is_match(line)) {
+            if self.headers.get().iter().any(|re| re.is_match(line)) {
                 let quoted: String = line.trim().chars().take(80).collect();
                 return Err((TargetRule::GeneratedHeader, quoted));
             }
@@ -404,8 +435,11 @@ mod tests {
     fn default_configuration_compiles_completely() {
         let config = TargetPolicyConfig::default();
         let strict = TargetPolicy::new(config.clone()).unwrap();
-        assert_eq!(strict.headers.len(), config.header_patterns.len());
-        assert_eq!(TargetPolicy::default().headers.len(), strict.headers.len());
+        assert_eq!(strict.headers.get().len(), config.header_patterns.len());
+        assert_eq!(
+            TargetPolicy::default().headers.get().len(),
+            strict.headers.get().len()
+        );
         assert_eq!(strict.dirs.len(), 8);
     }
 

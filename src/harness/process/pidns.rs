@@ -29,10 +29,128 @@ fn host_pid_max() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/pid_max").ok()
 }
 
+/// What the helper needs, prepared before it starts: it may not allocate. Raw pointers, since
+/// the helper and the writer run at once on the same memory.
+struct HelperPlan {
+    pidfd: libc::c_int,
+    writer: *mut WriterPlan,
+    writer_stack: *mut [u8],
+}
+
+/// What the writer needs.
+struct WriterPlan {
+    pid_max_text: Option<Vec<u8>>,
+}
+
+/// The exit codes the helper reports; success is 0.
+const STEP_SETNS: libc::c_int = 10;
+const STEP_PID_MAX: libc::c_int = 12;
+const STEP_WRITER_SPAWN: libc::c_int = 13;
+const STEP_WRITER_WAIT: libc::c_int = 14;
+const STEP_WRITER_KILLED: libc::c_int = 15;
+const STEP_USERNS: libc::c_int = 16;
+
+const HELPER_STACK: usize = 64 * 1024;
+
+/// Start `f(arg)` in a child that shares this process's memory, and return once it has exited
+/// (`CLONE_VM | CLONE_VFORK`): nothing is copied, where the two forks this replaced copied
+/// Spear's page tables twice. The child has its own file table and filesystem context and is
+/// its own thread group, which is what `setns(CLONE_NEWUSER)` asks of its caller.
+///
+/// # Safety
+/// `f` may only make async-signal-safe system calls on data prepared before the call: it must
+/// not allocate, take a lock or unwind. `stack` and whatever `arg` points to must stay alive
+/// until the child exits, which the vfork semantics give for anything the caller holds.
+unsafe fn spawn_sharing_memory(
+    f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    stack: *mut [u8],
+    arg: *mut libc::c_void,
+) -> libc::pid_t {
+    // The stack grows down on every architecture Spear runs on; its top is aligned to 16.
+    let top = (stack.cast::<u8>() as usize + stack.len()) & !0xf;
+    // SAFETY: the caller upholds the contract above; the stack is unused memory of ours.
+    unsafe {
+        libc::clone(
+            f,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            arg,
+        )
+    }
+}
+
+/// The helper: joins the sandbox's user and PID namespaces, then starts the writer, the first
+/// process that lives in that PID namespace (a joined PID namespace is entered by children).
+extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `HelperPlan`, alive while the parent is suspended; only
+    // system calls follow.
+    unsafe {
+        let plan = arg.cast::<HelperPlan>();
+        if libc::setns((*plan).pidfd, libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
+            return STEP_SETNS;
+        }
+        let writer = spawn_sharing_memory(
+            namespace_writer,
+            (*plan).writer_stack,
+            (*plan).writer.cast(),
+        );
+        if writer < 0 {
+            return STEP_WRITER_SPAWN;
+        }
+        // The writer is this helper's only child, and has exited (vfork semantics): reap it
+        // without naming it.
+        let mut status = 0;
+        if libc::wait(&mut status) != writer {
+            return STEP_WRITER_WAIT;
+        }
+        if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            STEP_WRITER_KILLED
+        }
+    }
+}
+
+/// The writer, inside the sandbox's PID namespace: `user.max_user_namespaces = 0`, then the
+/// namespace's own `kernel.pid_max` when one is asked for.
+extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the parent's `WriterPlan`, alive while the parent is suspended; only
+    // system calls follow.
+    unsafe {
+        let plan = arg.cast::<WriterPlan>();
+        if !write_sysctl(c"/proc/sys/user/max_user_namespaces", b"0\n") {
+            return STEP_USERNS;
+        }
+        if let Some(text) = &(*plan).pid_max_text
+            && !write_sysctl(c"/proc/sys/kernel/pid_max", text)
+        {
+            return STEP_PID_MAX;
+        }
+        0
+    }
+}
+
+/// Write `value` to the sysctl at `path` with one write; whether all of it was taken.
+///
+/// # Safety
+/// Async-signal-safe: open, write and close only.
+unsafe fn write_sysctl(path: &std::ffi::CStr, value: &[u8]) -> bool {
+    // SAFETY: plain system calls on a valid C string and buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::write(fd, value.as_ptr().cast(), value.len());
+        libc::close(fd);
+        n == value.len() as isize
+    }
+}
+
 /// Configure the namespaces of the process behind `pidfd` (a namespace init that is blocked
 /// before its setup): forbid nested user namespaces and, when `pid_max` is given, cap its PID
-/// namespace. A forked child joins the user and PID namespaces through the pidfd; its own
-/// child, which lives in that PID namespace, writes the values.
+/// namespace. A helper joins the user and PID namespaces through the pidfd; its own child,
+/// which lives in that PID namespace, writes the values.
 pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std::io::Result<()> {
     if pid_max.is_some() && !pid_max_is_namespaced() {
         return Err(std::io::Error::other(
@@ -40,59 +158,32 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
         ));
     }
     let before = host_pid_max();
-    let pid_max_text = pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)));
-    let pid_max_path = c"/proc/sys/kernel/pid_max";
-    let userns_path = c"/proc/sys/user/max_user_namespaces";
-    let zero = b"0\n";
-    let raw = pidfd.as_raw_fd();
-    // SAFETY: between fork and _exit the child makes only async-signal-safe system calls
-    // (setns, fork, open, write, wait, _exit) on data prepared before the fork; it never
-    // returns into Rust code, allocates or takes a lock.
-    let child = unsafe { libc::fork() };
+    let mut writer = WriterPlan {
+        pid_max_text: pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)).into_bytes()),
+    };
+    let mut writer_stack = vec![0u8; HELPER_STACK];
+    let mut helper_stack = vec![0u8; HELPER_STACK];
+    let mut plan = HelperPlan {
+        pidfd: pidfd.as_raw_fd(),
+        writer: &raw mut writer,
+        writer_stack: writer_stack.as_mut_slice(),
+    };
+    // SAFETY: the helper and the writer make only async-signal-safe system calls on the plans
+    // prepared above; this thread is suspended until the helper has exited (CLONE_VFORK), and
+    // the helper until the writer has, so the plans and both stacks outlive them.
+    let child = unsafe {
+        spawn_sharing_memory(
+            namespace_helper,
+            helper_stack.as_mut_slice(),
+            (&raw mut plan).cast(),
+        )
+    };
     if child < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if child == 0 {
-        // SAFETY: see above; every path ends in _exit.
-        unsafe {
-            if libc::setns(raw, libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
-                libc::_exit(10);
-            }
-            let writer = libc::fork();
-            if writer == 0 {
-                let fd = libc::open(userns_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0
-                    || libc::write(fd, zero.as_ptr().cast(), zero.len()) != zero.len() as isize
-                {
-                    libc::_exit(16);
-                }
-                if let Some(text) = &pid_max_text {
-                    let fd = libc::open(pid_max_path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                    if fd < 0 {
-                        libc::_exit(11);
-                    }
-                    let n = libc::write(fd, text.as_ptr().cast(), text.len());
-                    libc::_exit(if n == text.len() as isize { 0 } else { 12 });
-                }
-                libc::_exit(0);
-            }
-            if writer < 0 {
-                libc::_exit(13);
-            }
-            let mut status = 0;
-            if libc::wait(&mut status) != writer {
-                libc::_exit(14);
-            }
-            libc::_exit(if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else {
-                15
-            });
-        }
-    }
     // Our own unreaped child: the number still names it; hold it by a pidfd and reap it there.
     let fd = Pid::from_raw(child)
-        .ok_or_else(|| std::io::Error::other("fork returned pid 0 in the parent"))
+        .ok_or_else(|| std::io::Error::other("clone returned pid 0 in the parent"))
         .and_then(|p| pidfd_open(p, PidfdFlags::empty()).map_err(std::io::Error::from))?;
     let status = waitid(WaitId::PidFd(fd.as_fd()), WaitIdOptions::EXITED)
         .map_err(std::io::Error::from)?
