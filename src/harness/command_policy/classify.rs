@@ -507,21 +507,33 @@ impl Cx<'_> {
 /// The worst place a `cd`/`pushd` in the line moves to, when that is not inside the workspace.
 fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<Scope> {
     let mut worst: Option<Scope> = None;
-    // `command cd /`, `builtin cd /` and `time cd /` move the shell too.
-    let moves = f
-        .commands
-        .iter()
-        .map(|c| super::runners::innermost(&c.name, &c.args))
-        .filter(|(name, _)| !name.dynamic && ["cd", "pushd"].contains(&name.value.as_str()));
-    for (_, args) in moves {
-        let target = args
-            .iter()
-            .find(|a| !a.value.starts_with('-') || a.value == "-");
-        let scope = match target {
-            None => Scope::Home,
-            Some(t) if t.value == "-" => Scope::Dynamic,
-            Some(t) => paths::scope(t, root),
-        };
+    // `command cd /`, `builtin cd /` and `time cd /` move the shell too, and `env -C /` moves
+    // the command it runs.
+    let mut moves: Vec<Scope> = Vec::new();
+    for c in &f.commands {
+        for (name, args) in super::runners::layers(&c.name, &c.args) {
+            if name.dynamic {
+                continue;
+            }
+            match name.value.as_str() {
+                "cd" | "pushd" => {
+                    let target = args
+                        .iter()
+                        .find(|a| !a.value.starts_with('-') || a.value == "-");
+                    moves.push(match target {
+                        None => Scope::Home,
+                        Some(t) if t.value == "-" => Scope::Dynamic,
+                        Some(t) => paths::scope(t, root),
+                    });
+                }
+                "env" => {
+                    moves.extend(super::runners::env_chdir(args).map(|d| paths::scope(&d, root)))
+                }
+                _ => {}
+            }
+        }
+    }
+    for scope in moves {
         let rank = |s: &Scope| match s {
             Scope::Inside | Scope::Harmless => 0,
             Scope::Outside => 1,

@@ -443,8 +443,16 @@ fn env_command(args: &[Word]) -> Option<usize> {
 }
 
 /// The command that finally runs once wrappers are looked through: `time nice curl x` is
-/// `curl x`. Bounded, like the classifier's own unwrapping.
+/// `curl x`.
 pub(crate) fn innermost<'a>(name: &'a Word, args: &'a [Word]) -> (&'a Word, &'a [Word]) {
+    let layers = layers(name, args);
+    layers.last().copied().unwrap_or((name, args))
+}
+
+/// Each command of a wrapper chain, outermost first: `nice env -C d rm x` gives `nice …`,
+/// `env …` and `rm x`. Bounded, like the classifier's own unwrapping.
+pub(crate) fn layers<'a>(name: &'a Word, args: &'a [Word]) -> Vec<(&'a Word, &'a [Word])> {
+    let mut out = vec![(name, args)];
     let (mut name, mut args) = (name, args);
     for _ in 0..32 {
         let key = super::classify::base_name(&name.value);
@@ -455,8 +463,38 @@ pub(crate) fn innermost<'a>(name: &'a Word, args: &'a [Word]) -> (&'a Word, &'a 
             break;
         };
         (name, args) = (&args[i], &args[i + 1..]);
+        out.push((name, args));
     }
-    (name, args)
+    out
+}
+
+/// The directory `env -C DIR` / `env --chdir=DIR` runs its command in.
+pub(crate) fn env_chdir(args: &[Word]) -> Option<Word> {
+    let mut i = 0;
+    while i < args.len() {
+        let v = args[i].value.as_str();
+        if v == "-C" || v == "--chdir" {
+            return args.get(i + 1).cloned();
+        }
+        if let Some(dir) = v.strip_prefix("--chdir=") {
+            let mut w = args[i].clone();
+            w.value = dir.to_string();
+            return Some(w);
+        }
+        if let Some(dir) = v.strip_prefix("-C").filter(|d| !d.is_empty()) {
+            let mut w = args[i].clone();
+            w.value = dir.to_string();
+            return Some(w);
+        }
+        if ["-u", "--unset"].contains(&v) {
+            i += 2;
+        } else if v.starts_with('-') || v.contains('=') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    None
 }
 
 /// Index of the first operand after options; options in `with_value` consume the next word.

@@ -61,19 +61,58 @@ pub(super) fn blank_pipeline_keywords(src: &str, tree: &Tree) -> Option<String> 
     String::from_utf8(bytes).ok()
 }
 
-/// The bytes of `time` and of a `-p` right after it, when `time` names the command.
+/// The bytes of a keyword that names the command: `time` with the `-p` and `--` bash's grammar
+/// allows after it, or `coproc` with the NAME it takes before a compound command.
 fn time_keyword(src: &str, command: Node) -> Option<std::ops::Range<usize>> {
     let name = command.child_by_field_name("name")?;
-    if src.get(name.byte_range())? != "time" {
-        return None;
-    }
-    let mut end = name.end_byte();
+    let keyword = src.get(name.byte_range())?;
     let mut cursor = command.walk();
-    let first_arg = command
+    let args: Vec<Node> = command
         .children_by_field_name("argument", &mut cursor)
-        .next();
-    if let Some(arg) = first_arg.filter(|a| src.get(a.byte_range()) == Some("-p")) {
-        end = arg.end_byte();
+        .collect();
+    let text = |i: usize| args.get(i).and_then(|a| src.get(a.byte_range()));
+    let mut end = name.end_byte();
+    match keyword {
+        "time" => {
+            let mut i = 0;
+            if text(i) == Some("-p") {
+                i += 1;
+            }
+            if text(i) == Some("--") {
+                i += 1;
+            }
+            if i > 0 {
+                end = args[i - 1].end_byte();
+            }
+        }
+        "coproc" => {
+            let compound_next = text(1).is_some_and(|t| {
+                t.starts_with(['{', '('])
+                    || ["while", "until", "if", "for", "case", "select"].contains(&t)
+            });
+            if compound_next {
+                end = args[0].end_byte();
+            }
+        }
+        _ => return None,
     }
     Some(name.start_byte()..end)
+}
+
+/// The text after `#` of every comment node. When the grammar errs it can take live code for a
+/// comment (`x# ; rm -rf ~`: bash runs `x#`, then `rm`; the grammar saw a comment from `#`).
+pub(super) fn comment_texts<'s>(src: &'s str, tree: &Tree) -> Vec<&'s str> {
+    let mut out = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "comment" {
+            if let Some(text) = src.get(n.byte_range()).and_then(|t| t.strip_prefix('#')) {
+                out.push(text);
+            }
+            continue;
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    out
 }

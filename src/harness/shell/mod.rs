@@ -230,13 +230,20 @@ pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
     };
     let mut facts = walk::walk(source, &tree, depth);
     reread_heredocs(source, &tree, depth, &mut facts);
+    if !facts.parse_errors.is_empty() {
+        // A grammar that erred may have taken live code for a comment; read it as code too.
+        // (Only ever stricter: on a source that parses, comments stay comments.)
+        for text in keywords::comment_texts(source, &tree) {
+            let inner = parse_at_depth(text, depth + 1);
+            facts.merge(inner);
+        }
+    }
     if keywords::misread(&facts)
         && let Some(blanked) = keywords::blank_pipeline_keywords(source, &tree)
     {
-        let mut second = parse_at_depth(&blanked, depth);
-        // The first reading already holds these here-documents, with their bodies.
-        second.heredocs.clear();
-        facts.merge(second);
+        // Its here-documents are kept too: only this reading may link one to the shell that
+        // reads it (`time while …; do bash <<E …`).
+        facts.merge(parse_at_depth(&blanked, depth));
     }
     facts
 }
@@ -294,6 +301,12 @@ impl tree_sitter::Decode for AsciiLookahead {
         let Some(&first) = bytes.first() else {
             return (-1, 0);
         };
+        // Bash's blanks are space and tab only; the grammar also skips vertical tab, form feed
+        // and carriage return, so `ls⟨CR⟩# ; rm -rf ~` read as `ls` and a comment. They are
+        // word characters to bash, and `x` to the grammar. NUL would end the grammar's input.
+        if matches!(first, 0x00 | 0x0b | 0x0c | 0x0d) {
+            return (i32::from(b'x'), 1);
+        }
         if first.is_ascii() {
             return (i32::from(first), 1);
         }
@@ -315,20 +328,36 @@ impl tree_sitter::Decode for AsciiLookahead {
 /// which it parses wherever `<>` may stand; the walker reads the operator back as `<>` from the
 /// original. An escaped `\<` and the tail of `<<` are left alone, since neither starts a `<>`;
 /// inside quotes or a here-document body the swap changes no structure.
+///
+/// An escaped blank (`\\ `, `\\⟨TAB⟩`) is part of a word to bash, but the grammar can take it for
+/// a word break: `echo \\ # ; rm -rf ~` read as `echo` and a comment, where bash runs `rm`.
+/// The grammar is given `\\x` instead, still an escaped character inside the word. Only a
+/// backslash that is not itself escaped (an odd run) escapes the blank.
 fn grammar_copy(source: &str) -> std::borrow::Cow<'_, [u8]> {
     let bytes = source.as_bytes();
-    if !source.contains("<>") {
+    if !source.contains("<>") && !source.contains("\\ ") && !source.contains("\\\t") {
         return std::borrow::Cow::Borrowed(bytes);
     }
     let mut out = bytes.to_vec();
-    for i in 0..bytes.len().saturating_sub(1) {
-        let starts_read_write = bytes[i] == b'<'
-            && bytes[i + 1] == b'>'
-            && !(i > 0 && matches!(bytes[i - 1], b'\\' | b'<'));
-        if starts_read_write {
-            out[i] = b'>';
-            out[i + 1] = b'|';
+    let mut backslashes = 0usize;
+    for i in 0..bytes.len() {
+        let escaped = backslashes % 2 == 1;
+        match bytes[i] {
+            b' ' | b'\t' if escaped => out[i] = b'x',
+            b'<' if !escaped
+                && bytes.get(i + 1) == Some(&b'>')
+                && !(i > 0 && bytes[i - 1] == b'<') =>
+            {
+                out[i] = b'>';
+                out[i + 1] = b'|';
+            }
+            _ => {}
         }
+        backslashes = if bytes[i] == b'\\' {
+            backslashes + 1
+        } else {
+            0
+        };
     }
     std::borrow::Cow::Owned(out)
 }

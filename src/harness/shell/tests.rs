@@ -194,3 +194,42 @@ fn keywords_before_a_compound_command_are_read_through() {
     assert_eq!(names("! ls"), ["ls"]);
     assert_eq!(names("time ls"), ["time"]);
 }
+
+#[test]
+fn control_characters_are_word_characters_as_in_bash() {
+    // Bash's blanks are space and tab; CR, VT and FF are word characters. The grammar skipped
+    // them as blanks, so a `#` after one started a comment that hid the rest of the line.
+    for c in ['\r', '\u{0b}', '\u{0c}'] {
+        let src = format!("ls{c}# ; rm -rf x");
+        assert!(
+            names(&src).iter().any(|n| n == "rm"),
+            "{src:?}: {:?}",
+            names(&src)
+        );
+        let src = format!("ls {c}# ; rm -rf x");
+        assert!(names(&src).iter().any(|n| n == "rm"), "{src:?}");
+    }
+    // A NUL does not end the grammar's input early.
+    assert!(names("ls\0; rm -rf x").iter().any(|n| n == "rm"));
+    // Words keep their real text.
+    let f = parse("ls a\rb");
+    assert_eq!(f.commands[0].args[0].value, "a\rb");
+}
+
+#[test]
+fn an_escaped_blank_does_not_start_a_comment() {
+    assert!(names("echo \\ # ; rm -rf x").iter().any(|n| n == "rm"));
+    assert!(names("echo \\\t# ; rm -rf x").iter().any(|n| n == "rm"));
+    // An escaped backslash, then a real blank: the comment is real.
+    assert!(!names("echo \\\\ # ; rm -rf x").iter().any(|n| n == "rm"));
+    let f = parse("echo a\\ b");
+    assert_eq!(f.commands[0].args[0].value, "a b");
+}
+
+#[test]
+fn invalid_assignment_names_are_parse_errors() {
+    assert!(!parse("1a=2 ls").parse_errors.is_empty());
+    // The grammar itself reads this one as the command bash runs.
+    assert_eq!(names("a-b=1"), ["a-b=1"]);
+    assert!(parse("a=1 _b2=3 ls").parse_errors.is_empty());
+}

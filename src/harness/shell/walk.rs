@@ -233,10 +233,7 @@ impl<'a> Walker<'a> {
             // on across one (`a | b | c⏎rm -rf ~ < f` reads `rm` as an argument of `c`): the
             // words after it are a command of their own.
             let gap = self.src.get(previous_end..c.start_byte()).unwrap_or("");
-            if name.is_some()
-                && gap.contains('\n')
-                && !gap.trim_end_matches([' ', '\t', '\n']).ends_with('\\')
-            {
+            if name.is_some() && has_unescaped_newline(gap) {
                 self.facts.parse_errors.push(format!(
                     "the grammar ran one command across a line break at byte {previous_end}"
                 ));
@@ -335,6 +332,17 @@ impl<'a> Walker<'a> {
                 self.node(x);
             }
         }
+        // The grammar accepts names bash does not (`1a=2`, `a-b=1`); bash runs such a word as a
+        // command, which no reading here names.
+        let base = name.split('[').next().unwrap_or_default();
+        let valid = base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            self.facts.parse_errors.push(format!(
+                "`{}` is not a valid assignment, so bash runs it as a command",
+                self.text(n)
+            ));
+        }
         let value = n.child_by_field_name("value").map(|v| self.word(v));
         Assignment {
             name,
@@ -405,11 +413,22 @@ impl<'a> Walker<'a> {
         if let Some(b) = body {
             self.node(b);
         }
-        let attach_to_command = body.filter(|b| b.kind() == "command").and_then(|b| {
-            let last = self.facts.commands.len().checked_sub(1)?;
-            (self.facts.commands[last].span == b.byte_range()).then_some(last)
+        // `! cmd <<E`: the here-document still feeds `cmd`; the `!` only inverts its status.
+        let body_command = body.map(|mut b| {
+            while b.kind() == "negated_command"
+                && let Some(inner) = b.named_child(b.named_child_count().saturating_sub(1) as u32)
+            {
+                b = inner;
+            }
+            b
         });
-        let command_start = body.map(|b| b.start_byte());
+        let attach_to_command = body_command
+            .filter(|b| b.kind() == "command")
+            .and_then(|b| {
+                let last = self.facts.commands.len().checked_sub(1)?;
+                (self.facts.commands[last].span == b.byte_range()).then_some(last)
+            });
+        let command_start = body_command.map(|b| b.start_byte());
         for c in kids {
             if Some(c) == body {
                 continue;
@@ -685,6 +704,15 @@ fn redirect_kind(op: &str, target: Option<&Word>) -> RedirectKind {
         // An operator this walk does not know: assume it writes (fail closed).
         _ => RedirectKind::Output,
     }
+}
+
+/// Whether `gap` (text between two words) holds a newline that is not a line continuation: one
+/// not right after an odd run of backslashes. `\\ ⏎` escapes the blank, not the newline.
+fn has_unescaped_newline(gap: &str) -> bool {
+    let bytes = gap.as_bytes();
+    bytes.iter().enumerate().any(|(i, b)| {
+        *b == b'\n' && bytes[..i].iter().rev().take_while(|c| **c == b'\\').count() % 2 == 0
+    })
 }
 
 /// The source with every here-document operator, delimiter and body blanked (newlines kept),
