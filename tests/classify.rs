@@ -8,6 +8,8 @@ mod allowlist;
 mod authorize;
 #[path = "classify/cli.rs"]
 mod cli;
+#[path = "classify/compose.rs"]
+mod compose;
 #[path = "classify/corpus.rs"]
 mod corpus;
 #[path = "classify/differential.rs"]

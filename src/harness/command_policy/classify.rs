@@ -451,6 +451,107 @@ impl Cx<'_> {
             }
         }
         self.heredoc_feeds();
+        self.downloaded_then_run();
+    }
+
+    /// A file a fetcher saved, then run: `curl -o i.sh URL && sh i.sh`, `wget -O x URL; ./x`,
+    /// `curl URL > i.sh; . i.sh`, `curl URL | tee i.sh; bash i.sh`. As dangerous as the pipe.
+    fn downloaded_then_run(&mut self) {
+        let f = self.facts;
+        let plain = |v: &str| {
+            let mut v = v;
+            while let Some(rest) = v.strip_prefix("./") {
+                v = rest;
+            }
+            v.to_string()
+        };
+        let mut saved: Vec<(String, String)> = Vec::new();
+        let mut first_fetcher: Option<String> = None;
+        for (i, c) in f.commands.iter().enumerate() {
+            let (name, args) = super::runners::innermost(&c.name, &c.args);
+            if name.dynamic || !tables::FETCHERS.contains(&base_name(&name.value)) {
+                continue;
+            }
+            let key = base_name(&name.value).to_string();
+            let mut files = super::commands::downloaded_files(&key, args);
+            files.extend(
+                c.redirects
+                    .iter()
+                    .filter(|r| r.kind.writes() && r.fd.as_deref().is_none_or(|fd| fd == "1"))
+                    .filter_map(|r| r.target.as_ref())
+                    .filter(|t| t.is_static())
+                    .map(|t| t.value.clone()),
+            );
+            // `curl URL | tee f`: what tee saves later in the same pipeline.
+            for stages in &f.pipelines {
+                let Some(pos) = stages.iter().position(|s| s.contains(&i)) else {
+                    continue;
+                };
+                for later in &stages[pos + 1..] {
+                    for t in &f.commands[later.clone()] {
+                        if !t.name.dynamic && base_name(&t.name.value) == "tee" {
+                            files.extend(
+                                t.args
+                                    .iter()
+                                    .filter(|a| a.is_static() && !a.value.starts_with('-'))
+                                    .map(|a| a.value.clone()),
+                            );
+                        }
+                    }
+                }
+            }
+            first_fetcher.get_or_insert_with(|| key.clone());
+            saved.extend(files.into_iter().map(|file| (plain(&file), key.clone())));
+        }
+        // The grammar hangs `a && curl URL > f` on the list, not on `curl`: with a fetcher in the
+        // line, a file a statement-level redirection writes may be the download.
+        if let Some(fetcher) = first_fetcher {
+            saved.extend(
+                f.statement_redirects
+                    .iter()
+                    .filter(|r| r.kind.writes())
+                    .filter_map(|r| r.target.as_ref())
+                    .filter(|t| t.is_static())
+                    .map(|t| (plain(&t.value), fetcher.clone())),
+            );
+        }
+        if saved.is_empty() {
+            return;
+        }
+        for c in &f.commands {
+            let (name, args) = super::runners::innermost(&c.name, &c.args);
+            if name.dynamic {
+                continue;
+            }
+            let key = base_name(&name.value);
+            // The script file each runs, not its other operands (`python3 x.py data.json`).
+            let mut run: Vec<&Word> = vec![name];
+            if tables::SHELLS.contains(&key) {
+                let shell = super::commands::ShellArgs::parse(args);
+                run.extend(shell.script.filter(|_| shell.command.is_none()));
+            } else if let Some(flags) = tables::interpreter(key) {
+                let code = super::commands::Interp::parse(key, flags, args);
+                if code.inline.is_empty() && code.module.is_none() {
+                    run.extend(code.operands.first().copied());
+                }
+            } else if ["source", "."].contains(&key) {
+                run.extend(args.first());
+            }
+            for w in run {
+                if let Some((file, fetcher)) =
+                    saved.iter().find(|(file, _)| *file == plain(&w.value))
+                {
+                    self.raise(
+                        Dangerous,
+                        format!(
+                            "`{}` runs `{file}`, which `{fetcher}` downloaded",
+                            name.value
+                        ),
+                    );
+                    break;
+                }
+            }
+        }
     }
 
     /// A here-document whose reader is a shell (directly or through a pipeline) is a script.

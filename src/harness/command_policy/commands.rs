@@ -17,16 +17,84 @@ pub(crate) enum Program {
     Code,
 }
 
+/// A fetcher's output-file options and its parsed arguments.
+fn parse_download<'a>(
+    key: &str,
+    args: &'a [Word],
+) -> (&'static [&'static str], options::Parsed<'a>) {
+    let (outputs, others) = if key == "curl" {
+        (tables::CURL_OUTPUT_FILES, tables::CURL_VALUES)
+    } else {
+        (tables::WGET_OUTPUT_FILES, tables::WGET_VALUES)
+    };
+    let with_value: Vec<&str> = outputs.iter().chain(others).copied().collect();
+    (
+        outputs,
+        options::parse(args, OptionSyntax::gnu(&with_value)),
+    )
+}
+
+/// The files a `curl`/`wget` call saves what it downloads to, as named (`-o f`, `-O f`).
+pub(crate) fn downloaded_files(key: &str, args: &[Word]) -> Vec<String> {
+    let (outputs, parsed) = parse_download(key, args);
+    parsed
+        .options
+        .iter()
+        .filter(|opt| {
+            outputs
+                .iter()
+                .any(|o| options::option_matches(&opt.name, o))
+        })
+        .filter_map(|opt| opt.value.clone())
+        .filter(|v| v != "-")
+        .collect()
+}
+
+/// GNU tar options that take a value.
+const TAR_VALUES: &[&str] = &[
+    "-f",
+    "--file",
+    "-C",
+    "--directory",
+    "-T",
+    "--files-from",
+    "-X",
+    "--exclude-from",
+    "-g",
+    "--listed-incremental",
+    "-b",
+    "--blocking-factor",
+    "-L",
+    "--tape-length",
+    "-N",
+    "--newer",
+    "-V",
+    "--label",
+    "-H",
+    "--format",
+    "-F",
+    "--info-script",
+    "-K",
+    "--starting-file",
+];
+
 /// Does this command read a program from standard input (`sh`, `bash -s`, `python -`, `perl`)?
 pub(crate) fn stdin_program(name: &Word, args: &[Word]) -> Option<Program> {
     if name.dynamic {
         return None;
     }
     let key = base_name(&name.value);
+    // `bash /dev/stdin`, `. /dev/stdin`: a script file that is the standard input.
+    let is_stdin =
+        |w: &Word| ["/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"].contains(&w.value.as_str());
     if tables::SHELLS.contains(&key) {
         let shell = ShellArgs::parse(args);
-        return (shell.command.is_none() && (shell.script.is_none() || shell.stdin))
+        let script_is_stdin = shell.script.is_none_or(is_stdin);
+        return (shell.command.is_none() && (script_is_stdin || shell.stdin))
             .then_some(Program::Shell);
+    }
+    if key == "source" || key == "." {
+        return args.first().filter(|w| is_stdin(w)).map(|_| Program::Shell);
     }
     if key == "sudo" || key == "doas" || key == "xargs" {
         // `curl … | sudo bash`, `… | xargs sh`: look through the runner.
@@ -185,10 +253,13 @@ impl Cx<'_> {
             k if tables::SYSTEM_PACKAGES.iter().any(|(n, _)| *n == k) => {
                 self.raise(ShellComplex, format!("`{k}` manages system packages"))
             }
-            k if tables::ARCHIVERS.contains(&k) => self.raise(
-                WorkspaceMutating,
-                format!("`{k}` creates or extracts files"),
-            ),
+            k if tables::ARCHIVERS.contains(&k) => {
+                self.raise(
+                    WorkspaceMutating,
+                    format!("`{k}` creates or extracts files"),
+                );
+                self.archive_directory(k, args);
+            }
             k if tables::BUILDS.contains(&k) => self.raise(
                 WorkspaceMutating,
                 format!("`{k}` runs the project's build or tools, which can change the workspace"),
@@ -443,11 +514,57 @@ impl Cx<'_> {
                     WorkspaceMutating,
                     format!("`git {s}` changes the repository or the working tree"),
                 );
+                // `git -C DIR clean -fdx` changes DIR's repository, wherever it is.
+                let globals = &args[..args.iter().position(|a| a.value == s).unwrap_or(0)];
+                for (i, a) in globals.iter().enumerate() {
+                    if a.value == "-C"
+                        && let Some(dir) = globals.get(i + 1)
+                    {
+                        // `clean` deletes whole untracked trees there.
+                        let kind = if s == "clean" {
+                            WriteKind::Recursive
+                        } else {
+                            WriteKind::Plain
+                        };
+                        self.write_target(dir, &format!("`git -C … {s}`"), kind);
+                    }
+                }
             }
             _ => {
                 let why = listed_but.unwrap_or_else(|| "`git` without a known subcommand".into());
                 self.raise(ShellComplex, why);
             }
+        }
+    }
+
+    /// The directory an archiver extracts into or works in (`tar -C /etc -x`, `unzip -d /etc`,
+    /// `7z x -o/etc`): a write there, judged like any other.
+    fn archive_directory(&mut self, key: &str, args: &[Word]) {
+        let dir = match key {
+            "tar" => {
+                let parsed = options::parse(args, OptionSyntax::gnu(TAR_VALUES));
+                parsed
+                    .values_of("-C")
+                    .chain(parsed.values_of("--directory"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            }
+            "unzip" => {
+                let parsed = options::parse(args, OptionSyntax::gnu(&["-d", "-x", "-P"]));
+                parsed.values_of("-d").map(str::to_string).collect()
+            }
+            "7z" | "7za" => args
+                .iter()
+                .filter_map(|a| a.value.strip_prefix("-o"))
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        };
+        for d in dir {
+            let raw = args.iter().find(|a| a.value.ends_with(&d));
+            let mut w = Word::literal(&d);
+            w.dynamic = raw.is_some_and(|a| a.dynamic);
+            self.write_target(&w, &format!("`{key}` into a directory"), WriteKind::Plain);
         }
     }
 
@@ -571,13 +688,7 @@ impl Cx<'_> {
     }
 
     fn download(&mut self, key: &str, args: &[Word]) {
-        let (outputs, others) = if key == "curl" {
-            (tables::CURL_OUTPUT_FILES, tables::CURL_VALUES)
-        } else {
-            (tables::WGET_OUTPUT_FILES, tables::WGET_VALUES)
-        };
-        let with_value: Vec<&str> = outputs.iter().chain(others).copied().collect();
-        let parsed = options::parse(args, OptionSyntax::gnu(&with_value));
+        let (outputs, parsed) = parse_download(key, args);
         let mut wrote = false;
         for opt in &parsed.options {
             if let Some(o) = outputs

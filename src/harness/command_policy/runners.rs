@@ -201,8 +201,25 @@ impl Cx<'_> {
                 }
                 return;
             }
+            "script" => {
+                // `script -qc 'cmd' log` runs `cmd` with a shell; without -c, an interactive one.
+                self.raise(ShellComplex, "`script` runs a shell");
+                let parsed = options::parse(args, OptionSyntax::gnu(SCRIPT_VALUES));
+                if let Some(cmd) = parsed
+                    .value_of("-c")
+                    .or_else(|| parsed.value_of("--command"))
+                {
+                    self.nested_script(cmd);
+                }
+                return;
+            }
             "strace" | "ltrace" => {
-                let parsed = options::parse(args, OptionSyntax::gnu(TRACE_VALUES));
+                let values = if key == "strace" {
+                    STRACE_VALUES
+                } else {
+                    LTRACE_VALUES
+                };
+                let parsed = options::parse(args, OptionSyntax::gnu(values));
                 if let Some(out) = parsed.value_of("-o") {
                     self.write_target(
                         &Word::literal(out),
@@ -286,31 +303,11 @@ impl Cx<'_> {
     }
 
     fn xargs(&mut self, args: &[Word]) {
-        let with_value = [
-            "-a",
-            "--arg-file",
-            "-d",
-            "--delimiter",
-            "-E",
-            "-I",
-            "-L",
-            "-n",
-            "--max-args",
-            "-P",
-            "--max-procs",
-            "-s",
-            "--max-chars",
-            "--process-slot-var",
-            "-e",
-            "-i",
-            "-l",
-        ];
         self.raise(
             ShellComplex,
             "`xargs` runs a command with arguments read from its input",
         );
-        let i = skip_options(args, &with_value).unwrap_or(args.len());
-        if i < args.len() {
+        if let Some(i) = wrapped_index("xargs", args) {
             self.wrapped(&args[i..]);
         }
     }
@@ -336,12 +333,7 @@ impl Cx<'_> {
             self.nested_script(cmd);
             return;
         }
-        let i = skip_options(
-            args,
-            &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
-        )
-        .map(|i| i + 1);
-        if let Some(i) = i.filter(|i| *i < args.len()) {
+        if let Some(i) = wrapped_index("flock", args) {
             self.wrapped(&args[i..]);
         }
     }
@@ -349,8 +341,7 @@ impl Cx<'_> {
     fn watch(&mut self, args: &[Word]) {
         self.raise(ShellComplex, "`watch` runs a command repeatedly");
         let exec = args.iter().any(|a| a.value == "-x" || a.value == "--exec");
-        let i = skip_options(args, &["-n", "--interval", "-d", "-q", "--equexit"])
-            .unwrap_or(args.len());
+        let i = skip_options(args, WATCH_VALUES).unwrap_or(args.len());
         if exec {
             self.wrapped(&args[i..]);
         } else if args[i..].iter().all(Word::is_static) && i < args.len() {
@@ -366,10 +357,57 @@ impl Cx<'_> {
 
 /// `time` options that take a value.
 const TIME_VALUES: &[&str] = &["-f", "--format", "-o", "--output"];
-/// `strace`/`ltrace` options that take a value.
-const TRACE_VALUES: &[&str] = &[
-    "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X",
+/// `strace` options that take a value.
+const STRACE_VALUES: &[&str] = &[
+    "-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X", "-U",
 ];
+/// `ltrace` options that take a value.
+const LTRACE_VALUES: &[&str] = &[
+    "-o", "-e", "-p", "-s", "-u", "-a", "-A", "-D", "-F", "-l", "-n", "-w", "-x",
+];
+/// `xargs` options that take a value.
+const XARGS_VALUES: &[&str] = &[
+    "-a",
+    "--arg-file",
+    "-d",
+    "--delimiter",
+    "-E",
+    "-I",
+    "-L",
+    "-n",
+    "--max-args",
+    "-P",
+    "--max-procs",
+    "-s",
+    "--max-chars",
+    "--process-slot-var",
+    "-e",
+    "-i",
+    "-l",
+];
+/// `script` options that take a value.
+const SCRIPT_VALUES: &[&str] = &[
+    "-c",
+    "--command",
+    "-E",
+    "--echo",
+    "-I",
+    "--log-in",
+    "-O",
+    "--log-out",
+    "-B",
+    "--log-io",
+    "-T",
+    "--log-timing",
+    "-m",
+    "--logging-format",
+    "-o",
+    "--output-limit",
+];
+/// `flock` options that take a value.
+const FLOCK_VALUES: &[&str] = &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"];
+/// `watch` options that take a value.
+const WATCH_VALUES: &[&str] = &["-n", "--interval", "-d", "-q", "--equexit"];
 
 /// Where the command a wrapper runs starts in its arguments: `nice -n 5 curl x` gives the index
 /// of `curl`. `None` when the wrapper names no command it runs as it stands (`command -v x`,
@@ -387,7 +425,21 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
             }
             skip_options(args, &[])
         }
-        "exec" => skip_options(args, &["-a"]),
+        // `-a NAME` may sit in a cluster: `exec -la NAME cmd`.
+        "exec" => {
+            let mut i = 0;
+            while let Some(a) = args.get(i).map(|a| a.value.as_str()) {
+                if a == "--" {
+                    i += 1;
+                    break;
+                }
+                if !a.starts_with('-') || a == "-" {
+                    break;
+                }
+                i += if a.ends_with('a') { 2 } else { 1 };
+            }
+            Some(i)
+        }
         "timeout" => skip_options(args, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1),
         "nice" => skip_options(args, &["-n", "--adjustment"]),
         "stdbuf" => skip_options(args, &["-i", "-o", "-e", "--input", "--output", "--error"]),
@@ -404,20 +456,47 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
                 "--pid",
             ],
         ),
-        "chrt" => skip_options(args, &["-T", "-P", "-D"]).map(|i| i + 1),
-        "taskset" => skip_options(args, &["-c", "--cpu-list"]).map(|i| {
-            if args
-                .iter()
-                .any(|a| a.value == "-c" || a.value == "--cpu-list")
-            {
-                i
-            } else {
-                i + 1
+        "chrt" => skip_options(
+            args,
+            &[
+                "-T",
+                "-P",
+                "-D",
+                "--sched-runtime",
+                "--sched-period",
+                "--sched-deadline",
+            ],
+        )
+        .map(|i| i + 1),
+        // Every taskset option is a flag; the mask or CPU list is the first operand.
+        "taskset" => skip_options(args, &[]).map(|i| i + 1),
+        "faketime" => skip_options(args, &["-m", "-f", "-p"]).map(|i| i + 1),
+        "torsocks" => skip_options(args, &["-u", "-p", "-a", "-P"]),
+        "proxychains" | "proxychains4" => skip_options(args, &["-f"]),
+        "xargs" => skip_options(args, XARGS_VALUES),
+        "flock" => {
+            let parsed = options::parse(args, OptionSyntax::gnu(&["-c", "--command"]));
+            if parsed.has("-c") || parsed.has("--command") {
+                return None;
             }
-        }),
+            skip_options(args, FLOCK_VALUES).map(|i| i + 1)
+        }
+        "watch" => {
+            let exec = args.iter().any(|a| a.value == "-x" || a.value == "--exec");
+            skip_options(args, WATCH_VALUES).filter(|_| exec)
+        }
+        "script" => None,
+        // `coproc NAME { … }` and other compound forms are read by the shell reader.
+        "coproc" => {
+            let compound = |w: &Word| {
+                w.value.starts_with(['{', '('])
+                    || ["while", "until", "if", "for", "case", "select"].contains(&w.value.as_str())
+            };
+            (!args.iter().take(2).any(compound)).then_some(0)
+        }
         "time" => skip_options(args, TIME_VALUES),
-        "strace" | "ltrace" => skip_options(args, TRACE_VALUES),
-        "xargs" | "flock" | "watch" => None,
+        "strace" => skip_options(args, STRACE_VALUES),
+        "ltrace" => skip_options(args, LTRACE_VALUES),
         _ => skip_options(args, &[]),
     };
     inner.filter(|i| *i < args.len())

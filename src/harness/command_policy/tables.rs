@@ -129,6 +129,7 @@ pub(crate) const AWKS: &[&str] = &["awk", "gawk", "mawk", "nawk", "busybox-awk"]
 
 /// Wrappers: they run the command in their operands.
 pub(crate) const WRAPPERS: &[&str] = &[
+    "coproc",
     "env",
     "timeout",
     "nice",

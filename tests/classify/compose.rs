@@ -1,0 +1,63 @@
+//! What the composition properties share with `examples/compose_corpus.rs`: the corpus
+//! commands that compose, and the constructs a command is wrapped in.
+
+use spear::harness::shell;
+
+/// Constructs that run what they hold (`X`) as bash would run it on its own.
+pub const WRAPS: &[&str] = &[
+    "( X )",
+    "{ X; }",
+    "echo $(X)",
+    "echo \"$(X)\"",
+    "echo `X`",
+    "if X; then :; fi",
+    "if true; then X; fi",
+    "X &",
+    "bash -c 'X'",
+    "! X",
+    "time X",
+    "time -p X",
+    "while false; do X; done",
+    "for i in 1; do X; done",
+    "f() { X; }; f",
+    "cat <(X)",
+    "case a in a) X;; esac",
+    "true && X",
+    "false || X",
+];
+
+/// `cmd` inside `wrap`, or `None` where the pair would change what bash reads: `$((` is
+/// arithmetic, and quotes or backticks of the same kind do not nest.
+pub fn wrap(wrap: &str, cmd: &str) -> Option<String> {
+    let changes_meaning = (wrap.contains("$(X") && cmd.starts_with('('))
+        || (wrap.contains('\'') && cmd.contains('\''))
+        || (wrap.contains('`') && cmd.contains('`'));
+    (!changes_meaning).then(|| wrap.replace('X', cmd))
+}
+
+/// Composition is only meaningful for parts that parse cleanly on their own and end where the
+/// next operator can follow (no comment, no trailing `&`, `\`, `;`, no here-document swallowing
+/// what follows).
+pub fn composable(cmd: &str) -> bool {
+    let facts = shell::parse(cmd);
+    facts.parse_errors.is_empty()
+        && facts.heredocs.is_empty()
+        && !cmd.contains('#')
+        && !cmd.contains('\n')
+        && !cmd.contains("\\n")
+        && !cmd.trim_end().ends_with(['&', '\\', ';', '|'])
+}
+
+/// The corpus's commands, as written there (empty when the file cannot be read).
+pub fn corpus_commands() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/classify_corpus.txt"
+    );
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split('\t').nth(1))
+        .map(str::to_string)
+        .collect()
+}
