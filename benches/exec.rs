@@ -34,7 +34,7 @@ fn raw_argv(runner: &CommandRunner) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
-        if a == "--info-fd" || a == "--userns-block-fd" {
+        if a == "--info-fd" || a == "--userns-block-fd" || a == "--block-fd" {
             it.next();
             continue;
         }

@@ -94,9 +94,8 @@ pub async fn run_with_slirp(
         resolv_conf_fd: resolv.as_raw_fd(),
         resolv_conf_dest: sandbox.layout().resolv_conf_dest.clone(),
     };
+    // bwrap sets up loopback and its mounts meanwhile; the command waits on --block-fd.
     let mut running = sandbox.start(spec, limits, vec![resolv], timeout).await?;
-    // Let bwrap set up loopback and its mounts; it then waits on --block-fd for the network.
-    running.open_gate();
     let attached = attach(&mut running, &slirp, allow_host_loopback).await;
     let helper = match attached {
         Ok(h) => h,

@@ -215,3 +215,31 @@ async fn a_timeout_kills_the_whole_sandbox_including_daemons() {
     );
     assert_none_survive(&m).await;
 }
+
+/// The namespace settings are made while bwrap mounts, concurrently; the command itself waits on
+/// `--block-fd`. Its very first read must already see them, on every run and on both paths.
+#[tokio::test]
+async fn the_command_starts_only_after_the_namespace_settings() {
+    let (_d, ws) = workspace();
+    let r = limited(
+        &ws,
+        ResourceLimits {
+            processes: Some(500),
+            ..ResourceLimits::default()
+        },
+    );
+    let first_read = "cat /proc/sys/kernel/pid_max /proc/sys/user/max_user_namespaces";
+    for _ in 0..15 {
+        let res = run(&r, read_only(), first_read).await;
+        assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+        let seen: Vec<&str> = res.stdout.split_whitespace().collect();
+        assert_eq!(seen, ["501", "0"], "{res:?}");
+    }
+    require_slirp();
+    for _ in 0..3 {
+        let res = run(&r, networked(), first_read).await;
+        assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+        let seen: Vec<&str> = res.stdout.split_whitespace().collect();
+        assert_eq!(seen, ["501", "0"], "{res:?}");
+    }
+}

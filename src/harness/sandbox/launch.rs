@@ -62,7 +62,7 @@ impl StatusPipe {
 pub struct Running {
     child: HeldChild,
     /// The write ends of bwrap's gates, in the order they open: `--userns-block-fd` (setup
-    /// continues) and, on the network path, `--block-fd` (the command starts).
+    /// continues) and `--block-fd` (the command starts).
     gates: Vec<OwnedFd>,
     spawned: std::time::Instant,
     released: Option<std::time::Instant>,
@@ -123,6 +123,11 @@ impl Running {
             self.open_gate();
         }
         self.released.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// The namespace init `inner` found, if it has.
+    pub fn held_inner(&self) -> Option<&ForeignProcess> {
+        self.inner.as_ref()
     }
 
     /// Read bwrap's first status document and hold the namespace init by a checked pidfd.

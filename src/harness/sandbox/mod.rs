@@ -250,22 +250,26 @@ impl BubblewrapSandbox {
         spec.userns_block_fd = userns_read.as_raw_fd();
         child_fds.push(info.write);
         child_fds.push(userns_read);
-        let mut second_gate = None;
-        if matches!(spec.network, SandboxNetwork::Slirp { .. }) {
-            let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
-            spec.block_fd = Some(block_read.as_raw_fd());
-            child_fds.push(block_read);
-            second_gate = Some(block_write);
-        }
+        // The second gate holds the command itself until the caller releases it, so the
+        // namespace settings (and, on the network path, slirp) are made while bwrap mounts.
+        let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
+        spec.block_fd = Some(block_read.as_raw_fd());
+        child_fds.push(block_read);
         let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
         running.hold_gate(userns_write);
-        if let Some(g) = second_gate {
-            running.hold_gate(g);
-        }
-        let setup = match running.inner(STATUS_LIMIT.min(timeout)).await {
+        running.hold_gate(block_write);
+        let mapped = match running.inner(STATUS_LIMIT.min(timeout)).await {
             None => Err(None),
-            Some(inner) => prepare_namespaces(inner, limits.pid_max).map_err(Some),
+            Some(inner) => write_id_maps(inner).map_err(Some),
         };
+        let setup = mapped.and_then(|()| {
+            // bwrap may go on with its mounts; the command still waits on --block-fd.
+            running.open_gate();
+            match running.held_inner() {
+                Some(inner) => configure(inner, limits.pid_max).map_err(Some),
+                None => Err(None),
+            }
+        });
         match setup {
             Ok(()) => Ok(running),
             // bwrap ended or hung before its command: nothing ran; finish reports bwrap's words.
@@ -316,21 +320,31 @@ impl BubblewrapSandbox {
 }
 
 /// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
-/// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied), then the settings
-/// only a process inside the namespaces can write. The pidfd is checked alive afterwards, so
-/// the numeric `/proc` paths named the held process throughout.
-fn prepare_namespaces(inner: &ForeignProcess, pid_max: Option<u32>) -> std::io::Result<()> {
+/// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied). The pidfd is
+/// checked alive afterwards, so the numeric `/proc` paths named the held process throughout.
+fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
     let pid = inner.pid()?;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
     std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
     std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1\n"))?;
     std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1\n"))?;
+    alive(inner)
+}
+
+/// The settings only a process inside the namespaces can write (no nested user namespaces,
+/// the process cap), made before the command is let through `--block-fd`.
+fn configure(inner: &ForeignProcess, pid_max: Option<u32>) -> std::io::Result<()> {
     configure_namespaces(inner.fd(), pid_max)?;
-    if !inner.is_alive() {
-        return Err(std::io::Error::other(
+    alive(inner)
+}
+
+fn alive(inner: &ForeignProcess) -> std::io::Result<()> {
+    if inner.is_alive() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(
             "the sandbox's namespace init died while it was being prepared",
-        ));
+        ))
     }
-    Ok(())
 }
