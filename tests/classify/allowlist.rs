@@ -6,7 +6,7 @@ use spear::harness::command_policy::{CommandClass, CommandPolicy};
 
 #[test]
 fn every_entry_has_examples_both_ways() {
-    let list = allow_list().expect("assets/policy/read_only.toml parses");
+    let list = allow_list().expect("the allow-list parses");
     assert!(list.commands.len() >= 20, "the allow-list lost entries");
     for e in &list.commands {
         assert!(!e.names.is_empty(), "an entry without names");
@@ -72,4 +72,25 @@ fn the_spec_minimum_is_listed() {
             "`{required}` is missing from the read-only allow-list"
         );
     }
+}
+
+/// Spear loads the JSON twin of the TOML (the TOML parse was a third of a `spear exec`
+/// process's own instructions); the two must say the same, and the file must be exactly what
+/// the generator writes.
+#[test]
+fn the_loaded_json_is_the_toml() {
+    use spear::harness::command_policy::allowlist::{TOML_SOURCE, from_toml, to_json};
+    let regenerate = "run `cargo run --example allowlist_json > assets/policy/read_only.json`";
+    let source = from_toml(TOML_SOURCE).expect("assets/policy/read_only.toml parses");
+    let loaded = allow_list().expect("assets/policy/read_only.json parses");
+    assert!(
+        &source == loaded,
+        "assets/policy/read_only.json says something else than the TOML: {regenerate}"
+    );
+    let written = include_str!("../../assets/policy/read_only.json");
+    assert_eq!(
+        to_json(&source).unwrap(),
+        written,
+        "assets/policy/read_only.json is not the generator's output: {regenerate}"
+    );
 }

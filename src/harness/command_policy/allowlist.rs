@@ -1,21 +1,28 @@
 //! The read-only allow-list, kept as data in `assets/policy/read_only.toml`. Each entry names
 //! executables and the option shapes under which they only read, with examples that must and
 //! must not match (checked by a test). A command matches an entry or it is not read-only.
+//!
+//! The TOML is what people edit and review. What Spear loads is its JSON twin,
+//! `assets/policy/read_only.json` (`cargo run --example allowlist_json`), because parsing the
+//! TOML cost a third of a `spear exec` process's own instructions; a test holds the two equal.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::options::{self, OptionSyntax, Parsed};
 use super::scripts;
 use crate::harness::shell::Word;
 
-const DATA: &str = include_str!("../../../assets/policy/read_only.toml");
+/// The source of truth, for the test that holds the JSON equal to it and for the generator.
+pub const TOML_SOURCE: &str = include_str!("../../../assets/policy/read_only.toml");
+/// What is loaded.
+const JSON_DATA: &str = include_str!("../../../assets/policy/read_only.json");
 
 /// The allow-list file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AllowList {
     #[serde(rename = "command")]
@@ -23,7 +30,7 @@ pub struct AllowList {
 }
 
 /// One allow-listed executable (or a family of names) and the shape of its read-only use.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, PartialEq, Deserialize, Serialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Entry {
     pub names: Vec<String>,
@@ -269,9 +276,49 @@ pub(crate) fn sed_scripts(parsed: &Parsed) -> Vec<String> {
 /// read-only, which is the safe failure).
 pub fn allow_list() -> Result<&'static AllowList, &'static str> {
     static LIST: OnceLock<Result<AllowList, String>> = OnceLock::new();
-    LIST.get_or_init(|| toml::from_str::<AllowList>(DATA).map_err(|e| e.to_string()))
+    LIST.get_or_init(|| serde_json::from_str::<AllowList>(JSON_DATA).map_err(|e| e.to_string()))
         .as_ref()
         .map_err(String::as_str)
+}
+
+/// Leave out what deserializing fills in anyway (null, false, an empty list), so the JSON stays
+/// as short as the TOML. `allow` and `require_one_of` keep an empty list: there it means "none".
+fn drop_defaults(v: &mut serde_json::Value) {
+    if let serde_json::Value::Object(map) = v {
+        map.retain(|key, value| match value {
+            serde_json::Value::Null | serde_json::Value::Bool(false) => false,
+            serde_json::Value::Array(a) => {
+                !a.is_empty() || key == "allow" || key == "require_one_of"
+            }
+            _ => true,
+        });
+        for value in map.values_mut() {
+            drop_defaults(value);
+        }
+    }
+}
+
+/// The allow-list as the TOML source says it.
+pub fn from_toml(text: &str) -> Result<AllowList, String> {
+    toml::from_str::<AllowList>(text).map_err(|e| e.to_string())
+}
+
+/// The JSON twin of an allow-list: one entry a line, so its diffs read like the TOML's.
+pub fn to_json(list: &AllowList) -> Result<String, String> {
+    let mut out = String::from("{\"command\": [\n");
+    for (i, e) in list.commands.iter().enumerate() {
+        let mut v = serde_json::to_value(e).map_err(|e| e.to_string())?;
+        drop_defaults(&mut v);
+        let line = serde_json::to_string(&v).map_err(|e| e.to_string())?;
+        out.push_str(&line);
+        out.push_str(if i + 1 < list.commands.len() {
+            ",\n"
+        } else {
+            "\n"
+        });
+    }
+    out.push_str("]}\n");
+    Ok(out)
 }
 
 /// The verdict for one command: `Ok(network)` when it is allow-listed read-only work,
