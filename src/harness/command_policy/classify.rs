@@ -359,7 +359,7 @@ impl Cx<'_> {
 
     fn cross_command_rules(&mut self) {
         let f = self.facts;
-        let reads_program = |c: &SimpleCommand| super::commands::stdin_program(&c.name, &c.args);
+        let reads_program = |c: &SimpleCommand| super::invocations::stdin_program(&c.name, &c.args);
         // Remote code piped into an interpreter: `curl … | sh`.
         for stages in &f.pipelines {
             for (i, stage) in stages.iter().enumerate() {
@@ -437,7 +437,8 @@ impl Cx<'_> {
                 }
             }
             // A here-string fed to a shell is a script.
-            if tables::SHELLS.contains(&key) && super::commands::stdin_program(name, args).is_some()
+            if tables::SHELLS.contains(&key)
+                && super::invocations::stdin_program(name, args).is_some()
             {
                 for r in c
                     .redirects
@@ -527,10 +528,10 @@ impl Cx<'_> {
             // The script file each runs, not its other operands (`python3 x.py data.json`).
             let mut run: Vec<&Word> = vec![name];
             if tables::SHELLS.contains(&key) {
-                let shell = super::commands::ShellArgs::parse(args);
+                let shell = super::invocations::ShellArgs::parse(args);
                 run.extend(shell.script.filter(|_| shell.command.is_none()));
             } else if let Some(flags) = tables::interpreter(key) {
-                let code = super::commands::Interp::parse(key, flags, args);
+                let code = super::invocations::Interp::parse(key, flags, args);
                 if code.inline.is_empty() && code.module.is_none() {
                     run.extend(code.operands.first().copied());
                 }
@@ -577,15 +578,15 @@ impl Cx<'_> {
             }
             for r in readers {
                 let c = &f.commands[r];
-                match super::commands::stdin_program(&c.name, &c.args) {
-                    Some(super::commands::Program::Shell) => {
+                match super::invocations::stdin_program(&c.name, &c.args) {
+                    Some(super::invocations::Program::Shell) => {
                         self.raise(
                             ShellComplex,
                             format!("a here-document is run as a script by `{}`", c.name.value),
                         );
                         self.nested_script(&doc.body.clone());
                     }
-                    Some(super::commands::Program::Code) => {
+                    Some(super::invocations::Program::Code) => {
                         self.raise(
                             ShellComplex,
                             format!("a here-document is run as a program by `{}`", c.name.value),

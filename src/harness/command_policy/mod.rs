@@ -7,6 +7,7 @@ mod assessment;
 mod authorize;
 mod classify;
 mod commands;
+mod invocations;
 mod options;
 mod paths;
 mod profile;

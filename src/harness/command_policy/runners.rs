@@ -4,7 +4,7 @@
 
 use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
-use super::commands::{Interp, ShellArgs};
+use super::invocations::{Interp, ShellArgs};
 use super::options::{self, OptionSyntax};
 use super::scripts;
 use super::tables;
