@@ -143,8 +143,9 @@ async fn attach(
     // in a nested user namespace (`--disable-userns`) that has no power over the netns.
     let user = owner_userns(&net)
         .map_err(|e| format!("cannot open the owner of the sandbox's network namespace: {e}"))?;
-    // The init is blocked on --userns-block-fd, so it was alive when the handles were opened; check
-    // through the pidfd that it still is, so the number named it throughout.
+    // The init cannot finish before the command is let through --block-fd, and its pidfd held
+    // it before the handles were opened; check through the pidfd that it is still alive, so the
+    // number named it throughout.
     if !inner.is_alive() {
         return Err("the sandbox's namespace init died while its namespaces were pinned".into());
     }

@@ -461,34 +461,5 @@ impl std::fmt::Debug for CommandRunner {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn home_falls_back_when_the_host_one_is_unsuitable() {
-        let ws = Path::new("/work/p");
-        assert_eq!(
-            sandbox_home(Some(Path::new("/root")), ws),
-            PathBuf::from("/root")
-        );
-        assert_eq!(
-            sandbox_home(Some(Path::new("/work")), ws),
-            PathBuf::from("/work")
-        );
-        for bad in [
-            "/",
-            "/work/p",
-            "/work/p/h",
-            "relative",
-            "/usr/x",
-            "/home/../etc",
-        ] {
-            assert_eq!(
-                sandbox_home(Some(Path::new(bad)), ws),
-                PathBuf::from("/tmp/home"),
-                "{bad}"
-            );
-        }
-        assert_eq!(sandbox_home(None, ws), PathBuf::from("/tmp/home"));
-    }
-}
+#[path = "runtime_tests.rs"]
+mod tests;

@@ -185,6 +185,26 @@ impl HeldChild {
         self.reaped.lock().ok().and_then(|r| *r)
     }
 
+    /// SIGKILL and reap through the pidfd without an async runtime, for a drop: a killed
+    /// process is normally gone within a millisecond; after `limit` it is left a zombie.
+    pub fn kill_and_reap_now(&self, limit: Duration) {
+        if self.reaped_exit().is_some() {
+            return;
+        }
+        let _ = sigkill_through(self.pidfd.get_ref());
+        let until = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < until {
+            let status = waitid(
+                WaitId::PidFd(self.pidfd.get_ref().as_fd()),
+                WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+            );
+            match status {
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                _ => return,
+            }
+        }
+    }
+
     /// SIGKILL through the pidfd (nothing once reaped).
     pub fn send_sigkill(&self) -> std::io::Result<()> {
         if self.reaped_exit().is_some() {

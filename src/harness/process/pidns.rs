@@ -8,7 +8,9 @@
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
-use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions, pidfd_open, waitid};
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use rustix::process::{WaitId, WaitIdOptions, waitid};
 
 /// The smallest `pid_max` the kernel accepts (`RESERVED_PIDS + 1`).
 pub const PID_MAX_MIN: u32 = 301;
@@ -65,17 +67,24 @@ unsafe fn spawn_sharing_memory(
     f: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     stack: *mut [u8],
     arg: *mut libc::c_void,
+    pidfd: Option<&mut libc::c_int>,
 ) -> libc::pid_t {
     // The stack grows down on every architecture Spear runs on; its top is aligned to 16.
     let top = (stack.cast::<u8>() as usize + stack.len()) & !0xf;
-    // SAFETY: the caller upholds the contract above; the stack is unused memory of ours.
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    // SAFETY: the caller upholds the contract above; the stack is unused memory of ours. With
+    // CLONE_PIDFD the kernel writes the child's pidfd into the int behind the parent-tid slot.
     unsafe {
-        libc::clone(
-            f,
-            top as *mut libc::c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            arg,
-        )
+        match pidfd {
+            Some(out) => libc::clone(
+                f,
+                top as *mut libc::c_void,
+                flags | libc::CLONE_PIDFD,
+                arg,
+                std::ptr::from_mut(out),
+            ),
+            None => libc::clone(f, top as *mut libc::c_void, flags, arg),
+        }
     }
 }
 
@@ -93,6 +102,7 @@ extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
             namespace_writer,
             (*plan).writer_stack,
             (*plan).writer.cast(),
+            None,
         );
         if writer < 0 {
             return STEP_WRITER_SPAWN;
@@ -158,36 +168,50 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
         ));
     }
     let before = host_pid_max();
-    let mut writer = WriterPlan {
+    // On the heap, so that a writer left running (below) never reads this stack frame.
+    let writer = Box::into_raw(Box::new(WriterPlan {
         pid_max_text: pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)).into_bytes()),
-    };
+    }));
     let mut writer_stack = vec![0u8; HELPER_STACK];
     let mut helper_stack = vec![0u8; HELPER_STACK];
     let mut plan = HelperPlan {
         pidfd: pidfd.as_raw_fd(),
-        writer: &raw mut writer,
+        writer,
         writer_stack: writer_stack.as_mut_slice(),
     };
+    let mut helper_pidfd: libc::c_int = -1;
     // SAFETY: the helper and the writer make only async-signal-safe system calls on the plans
     // prepared above; this thread is suspended until the helper has exited (CLONE_VFORK), and
-    // the helper until the writer has, so the plans and both stacks outlive them.
+    // the helper until the writer has, so the plans and both stacks outlive them (but see
+    // below for a helper killed from outside).
     let child = unsafe {
         spawn_sharing_memory(
             namespace_helper,
             helper_stack.as_mut_slice(),
             (&raw mut plan).cast(),
+            Some(&mut helper_pidfd),
         )
     };
-    if child < 0 {
+    if child < 0 || helper_pidfd < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    // Our own unreaped child: the number still names it; hold it by a pidfd and reap it there.
-    let fd = Pid::from_raw(child)
-        .ok_or_else(|| std::io::Error::other("clone returned pid 0 in the parent"))
-        .and_then(|p| pidfd_open(p, PidfdFlags::empty()).map_err(std::io::Error::from))?;
-    let status = waitid(WaitId::PidFd(fd.as_fd()), WaitIdOptions::EXITED)
-        .map_err(std::io::Error::from)?
-        .and_then(|s| s.exit_status());
+    // SAFETY: CLONE_PIDFD gave us this descriptor, and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(helper_pidfd) };
+    let status = waitid(WaitId::PidFd(fd.as_fd()), WaitIdOptions::EXITED);
+    let status = status
+        .map_err(std::io::Error::from)
+        .map(|s| s.and_then(|s| s.exit_status()));
+    // A helper that did not end on its own (killed from outside while it waited for the
+    // writer, or it could not reap the writer) may have left the writer running on the shared
+    // stacks and plans: those are never freed then, rather than freed under it.
+    if matches!(status, Ok(Some(code)) if code != STEP_WRITER_WAIT) {
+        // SAFETY: from Box::into_raw above; the writer has exited, nothing else holds it.
+        drop(unsafe { Box::from_raw(writer) });
+    } else {
+        std::mem::forget(writer_stack);
+        std::mem::forget(helper_stack);
+    }
+    let status = status?;
     if host_pid_max() != before {
         return Err(std::io::Error::other(
             "the host's pid_max changed while capping a sandbox; refusing to continue",

@@ -71,7 +71,25 @@ pub struct Running {
     inner: Option<ForeignProcess>,
 }
 
+/// bwrap reads a closed gate as an open one, so a `Running` must never close its gates with
+/// bwrap alive: whatever ends it (an error path, a future cancellation), the sandbox is killed
+/// through its pidfds first. After `finish` both are gone and this sends nothing that matters.
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            let _ = inner.send_sigkill();
+        }
+        self.child.kill_and_reap_now(Duration::from_millis(200));
+    }
+}
+
 impl Running {
+    /// bwrap's numeric PID, for tests' look at `/proc` only.
+    #[cfg(test)]
+    pub fn pid(&self) -> i32 {
+        self.child.pid()
+    }
+
     /// Spawn `program argv`. `child_fds` are inherited by the child and closed here after the
     /// spawn (the child holds its own copies).
     pub fn spawn(
@@ -92,7 +110,15 @@ impl Running {
             stderr_file: None,
         })?;
         drop(child_fds);
-        let status = pipe::Receiver::from_owned_fd(status_read).map_err(ProcessError::Pidfd)?;
+        let status = match pipe::Receiver::from_owned_fd(status_read) {
+            Ok(s) => s,
+            Err(e) => {
+                // bwrap waits on gates this function never got to hold; closing them would let
+                // it go on, so it is killed first.
+                let _ = child.send_sigkill();
+                return Err(ProcessError::Pidfd(e));
+            }
+        };
         Ok(Running {
             child,
             gates: Vec::new(),

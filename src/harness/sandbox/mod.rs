@@ -266,7 +266,11 @@ impl BubblewrapSandbox {
             // bwrap may go on with its mounts; the command still waits on --block-fd.
             running.open_gate();
             match running.held_inner() {
-                Some(inner) => configure(inner, limits.pid_max).map_err(Some),
+                // bwrap now mounts meanwhile; if it died of that, its own words explain the
+                // failure better than the helper's step number, and `finish` reports them.
+                Some(inner) => {
+                    configure(inner, limits.pid_max).map_err(|e| inner.is_alive().then_some(e))
+                }
                 None => Err(None),
             }
         });
