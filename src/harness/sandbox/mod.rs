@@ -39,6 +39,10 @@ pub enum SandboxError {
     Spec(String),
     #[error("{0}")]
     Unavailable(String),
+    /// bwrap started, but its namespaces could not be given their settings: a failure of this
+    /// launch, not a missing mechanism, so a preflight that meets it may be tried again.
+    #[error("{0}")]
+    NamespaceSetup(String),
     #[error(transparent)]
     Process(#[from] ProcessError),
     #[error("{0}")]
@@ -283,7 +287,7 @@ impl BubblewrapSandbox {
             }
             Err(Some(e)) => {
                 let _ = running.kill_all().await;
-                Err(SandboxError::Unavailable(format!(
+                Err(SandboxError::NamespaceSetup(format!(
                     "the sandbox's namespaces could not be prepared: {e}"
                 )))
             }
