@@ -628,9 +628,11 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
                         Some(t) => paths::scope(t, root),
                     });
                 }
-                "env" => {
-                    moves.extend(super::runners::env_chdir(args).map(|d| paths::scope(&d, root)))
-                }
+                "env" => moves.extend(
+                    super::env_args::EnvArgs::parse(args)
+                        .chdir
+                        .map(|d| paths::scope(&d, root)),
+                ),
                 _ => {}
             }
         }

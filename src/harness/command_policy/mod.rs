@@ -7,6 +7,7 @@ mod assessment;
 mod authorize;
 mod classify;
 mod commands;
+mod env_args;
 mod invocations;
 mod options;
 mod paths;

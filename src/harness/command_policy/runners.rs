@@ -4,6 +4,7 @@
 
 use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
+use super::env_args::{EnvArgs, EnvRun};
 use super::invocations::{Interp, ShellArgs};
 use super::options::{self, OptionSyntax};
 use super::scripts;
@@ -251,54 +252,26 @@ impl Cx<'_> {
     }
 
     fn env(&mut self, args: &[Word]) {
-        let mut i = 0;
-        while i < args.len() {
-            let v = args[i].value.as_str();
-            if args[i].dynamic {
-                self.raise(
-                    ShellComplex,
-                    format!("`env` takes `{}`, known only at run time", args[i].raw),
-                );
-                return;
-            }
-            if v == "-S"
-                || v == "--split-string"
-                || v.starts_with("--split-string=")
-                || (v.starts_with("-S") && v.len() > 2)
-            {
+        let parsed = EnvArgs::parse(args);
+        for name in &parsed.assignments {
+            self.assignment_name(name, "`env` sets");
+        }
+        match parsed.run {
+            EnvRun::Dynamic(w) => self.raise(
+                ShellComplex,
+                format!("`env` takes `{}`, known only at run time", w.raw),
+            ),
+            EnvRun::SplitString(script) => {
                 self.raise(ShellComplex, "`env -S` splits a string into a command line");
-                let script = if v == "-S" || v == "--split-string" {
-                    args.get(i + 1).map(|w| w.value.clone())
-                } else {
-                    Some(
-                        v.trim_start_matches("--split-string=")
-                            .trim_start_matches("-S")
-                            .to_string(),
-                    )
-                };
                 if let Some(s) = script {
                     self.nested_script(&s);
                 }
-                return;
             }
-            if ["-u", "--unset", "-C", "--chdir"].contains(&v) {
-                i += 2;
-                continue;
+            EnvRun::Command(i) => {
+                self.raise(ShellComplex, "`env` runs another command");
+                self.wrapped(&args[i..]);
             }
-            if v.starts_with('-') {
-                i += 1;
-                continue;
-            }
-            if let Some((name, _)) = v.split_once('=') {
-                self.assignment_name(name, "`env` sets");
-                i += 1;
-                continue;
-            }
-            break;
-        }
-        if i < args.len() {
-            self.raise(ShellComplex, "`env` runs another command");
-            self.wrapped(&args[i..]);
+            EnvRun::Nothing => {}
         }
     }
 
@@ -414,7 +387,10 @@ const WATCH_VALUES: &[&str] = &["-n", "--interval", "-d", "-q", "--equexit"];
 /// `env -S '…'`, an `env` word known only at run time, `xargs` or `watch` building one).
 pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
     let inner = match key {
-        "env" => env_command(args),
+        "env" => match EnvArgs::parse(args).run {
+            EnvRun::Command(i) => Some(i),
+            _ => None,
+        },
         "command" => {
             if args
                 .iter()
@@ -502,25 +478,6 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
     inner.filter(|i| *i < args.len())
 }
 
-/// The command `env` runs, past its options and `NAME=value` words.
-fn env_command(args: &[Word]) -> Option<usize> {
-    let mut i = 0;
-    while i < args.len() {
-        let v = args[i].value.as_str();
-        if args[i].dynamic || v == "-S" || v.starts_with("--split-string") || v.starts_with("-S") {
-            return None;
-        }
-        if ["-u", "--unset", "-C", "--chdir"].contains(&v) {
-            i += 2;
-        } else if v.starts_with('-') || v.contains('=') {
-            i += 1;
-        } else {
-            return Some(i);
-        }
-    }
-    None
-}
-
 /// The command that finally runs once wrappers are looked through: `time nice curl x` is
 /// `curl x`.
 pub(crate) fn innermost<'a>(name: &'a Word, args: &'a [Word]) -> (&'a Word, &'a [Word]) {
@@ -545,35 +502,6 @@ pub(crate) fn layers<'a>(name: &'a Word, args: &'a [Word]) -> Vec<(&'a Word, &'a
         out.push((name, args));
     }
     out
-}
-
-/// The directory `env -C DIR` / `env --chdir=DIR` runs its command in.
-pub(crate) fn env_chdir(args: &[Word]) -> Option<Word> {
-    let mut i = 0;
-    while i < args.len() {
-        let v = args[i].value.as_str();
-        if v == "-C" || v == "--chdir" {
-            return args.get(i + 1).cloned();
-        }
-        if let Some(dir) = v.strip_prefix("--chdir=") {
-            let mut w = args[i].clone();
-            w.value = dir.to_string();
-            return Some(w);
-        }
-        if let Some(dir) = v.strip_prefix("-C").filter(|d| !d.is_empty()) {
-            let mut w = args[i].clone();
-            w.value = dir.to_string();
-            return Some(w);
-        }
-        if ["-u", "--unset"].contains(&v) {
-            i += 2;
-        } else if v.starts_with('-') || v.contains('=') {
-            i += 1;
-        } else {
-            break;
-        }
-    }
-    None
 }
 
 /// Index of the first operand after options; options in `with_value` consume the next word.
