@@ -74,13 +74,10 @@ fn time_keyword(src: &str, command: Node) -> Option<std::ops::Range<usize>> {
     let mut end = name.end_byte();
     match keyword {
         "time" => {
-            let mut i = 0;
-            if text(i) == Some("-p") {
-                i += 1;
-            }
-            if text(i) == Some("--") {
-                i += 1;
-            }
+            // `time -p -- …`, and a run of them (`time time …`), all in this one reading.
+            let i = (0..args.len())
+                .find(|i| !matches!(text(*i), Some("-p" | "--" | "time")))
+                .unwrap_or(args.len());
             if i > 0 {
                 end = args[i - 1].end_byte();
             }
