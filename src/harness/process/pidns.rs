@@ -54,6 +54,53 @@ const STEP_USERNS: libc::c_int = 16;
 
 const HELPER_STACK: usize = 64 * 1024;
 
+/// A stack for a helper that shares Spear's memory: mapped on its own, with its lowest page
+/// inaccessible, so an overflow faults instead of writing over Spear's heap.
+struct HelperStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+impl HelperStack {
+    fn new() -> std::io::Result<HelperStack> {
+        let page = rustix::param::page_size();
+        let len = HELPER_STACK + page;
+        // SAFETY: a fresh private anonymous mapping, owned by the returned value alone.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let stack = HelperStack { base, len };
+        // SAFETY: the first page of the mapping just made.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    fn as_slice(&mut self) -> *mut [u8] {
+        std::ptr::slice_from_raw_parts_mut(self.base.cast::<u8>(), self.len)
+    }
+}
+
+impl Drop for HelperStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.base, self.len);
+        }
+    }
+}
+
 /// Start `f(arg)` in a child that shares this process's memory, and return once it has exited
 /// (`CLONE_VM | CLONE_VFORK`): nothing is copied, where the two forks this replaced copied
 /// Spear's page tables twice. The child has its own file table and filesystem context and is
@@ -168,16 +215,16 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
         ));
     }
     let before = host_pid_max();
+    let mut writer_stack = HelperStack::new()?;
+    let mut helper_stack = HelperStack::new()?;
     // On the heap, so that a writer left running (below) never reads this stack frame.
     let writer = Box::into_raw(Box::new(WriterPlan {
         pid_max_text: pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)).into_bytes()),
     }));
-    let mut writer_stack = vec![0u8; HELPER_STACK];
-    let mut helper_stack = vec![0u8; HELPER_STACK];
     let mut plan = HelperPlan {
         pidfd: pidfd.as_raw_fd(),
         writer,
-        writer_stack: writer_stack.as_mut_slice(),
+        writer_stack: writer_stack.as_slice(),
     };
     let mut helper_pidfd: libc::c_int = -1;
     // SAFETY: the helper and the writer make only async-signal-safe system calls on the plans
@@ -187,7 +234,7 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
     let child = unsafe {
         spawn_sharing_memory(
             namespace_helper,
-            helper_stack.as_mut_slice(),
+            helper_stack.as_slice(),
             (&raw mut plan).cast(),
             Some(&mut helper_pidfd),
         )
