@@ -360,25 +360,26 @@ impl Cx<'_> {
     fn cross_command_rules(&mut self) {
         let f = self.facts;
         let reads_program = |c: &SimpleCommand| super::invocations::stdin_program(&c.name, &c.args);
-        // Remote code piped into an interpreter: `curl … | sh`.
+        // Remote code piped into an interpreter: `curl … | sh`. One pass a pipeline: a stage that
+        // reads a program, after any stage that downloads (a 14,000-stage pipeline once took
+        // seconds when every pair was compared).
         for stages in &f.pipelines {
-            for (i, stage) in stages.iter().enumerate() {
-                let Some(fetcher) = f.commands[stage.clone()].iter().find(|c| is_fetcher(c)) else {
-                    continue;
-                };
-                for later in &stages[i + 1..] {
-                    if let Some(runner) = f.commands[later.clone()]
-                        .iter()
-                        .find(|c| reads_program(c).is_some())
-                    {
-                        self.raise(
-                            Dangerous,
-                            format!(
-                                "pipes what `{}` downloads into `{}`, running remote code",
-                                fetcher.name.value, runner.name.value
-                            ),
-                        );
-                    }
+            let mut fetcher: Option<&SimpleCommand> = None;
+            for stage in stages {
+                let commands = &f.commands[stage.clone()];
+                if let Some(fetched) = fetcher
+                    && let Some(runner) = commands.iter().find(|c| reads_program(c).is_some())
+                {
+                    self.raise(
+                        Dangerous,
+                        format!(
+                            "pipes what `{}` downloads into `{}`, running remote code",
+                            fetched.name.value, runner.name.value
+                        ),
+                    );
+                }
+                if fetcher.is_none() {
+                    fetcher = commands.iter().find(|c| is_fetcher(c));
                 }
             }
         }
@@ -466,55 +467,72 @@ impl Cx<'_> {
             }
             v.to_string()
         };
-        let mut saved: Vec<(String, String)> = Vec::new();
+        // Each file saved, with the fetcher that saved it.
+        let mut saved: std::collections::HashMap<String, String> = Default::default();
         let mut first_fetcher: Option<String> = None;
-        for (i, c) in f.commands.iter().enumerate() {
+        for c in &f.commands {
             let (name, args) = super::runners::innermost(&c.name, &c.args);
             if name.dynamic || !tables::FETCHERS.contains(&base_name(&name.value)) {
                 continue;
             }
             let key = base_name(&name.value).to_string();
-            let mut files = super::commands::downloaded_files(&key, args);
-            files.extend(
-                c.redirects
-                    .iter()
-                    .filter(|r| r.kind.writes() && r.fd.as_deref().is_none_or(|fd| fd == "1"))
-                    .filter_map(|r| r.target.as_ref())
-                    .filter(|t| t.is_static())
-                    .map(|t| t.value.clone()),
-            );
-            // `curl URL | tee f`: what tee saves later in the same pipeline.
-            for stages in &f.pipelines {
-                let Some(pos) = stages.iter().position(|s| s.contains(&i)) else {
-                    continue;
-                };
-                for later in &stages[pos + 1..] {
-                    for t in &f.commands[later.clone()] {
-                        if !t.name.dynamic && base_name(&t.name.value) == "tee" {
-                            files.extend(
-                                t.args
-                                    .iter()
-                                    .filter(|a| a.is_static() && !a.value.starts_with('-'))
-                                    .map(|a| a.value.clone()),
-                            );
+            first_fetcher.get_or_insert_with(|| key.clone());
+            let files = super::commands::downloaded_files(&key, args)
+                .into_iter()
+                .chain(
+                    c.redirects
+                        .iter()
+                        .filter(|r| r.kind.writes() && r.fd.as_deref().is_none_or(|fd| fd == "1"))
+                        .filter_map(|r| r.target.as_ref())
+                        .filter(|t| t.is_static())
+                        .map(|t| t.value.clone()),
+                );
+            for file in files {
+                saved.entry(plain(&file)).or_insert_with(|| key.clone());
+            }
+        }
+        // `curl URL | tee f`: what tee saves after a download in the same pipeline.
+        for stages in &f.pipelines {
+            let mut fetcher: Option<String> = None;
+            for stage in stages {
+                for t in &f.commands[stage.clone()] {
+                    let (name, args) = super::runners::innermost(&t.name, &t.args);
+                    if name.dynamic {
+                        continue;
+                    }
+                    let key = base_name(&name.value);
+                    if let Some(fetched) = &fetcher
+                        && key == "tee"
+                    {
+                        for a in args
+                            .iter()
+                            .filter(|a| a.is_static() && !a.value.starts_with('-'))
+                        {
+                            saved
+                                .entry(plain(&a.value))
+                                .or_insert_with(|| fetched.clone());
                         }
+                    }
+                    if fetcher.is_none() && tables::FETCHERS.contains(&key) {
+                        fetcher = Some(key.to_string());
                     }
                 }
             }
-            first_fetcher.get_or_insert_with(|| key.clone());
-            saved.extend(files.into_iter().map(|file| (plain(&file), key.clone())));
         }
         // The grammar hangs `a && curl URL > f` on the list, not on `curl`: with a fetcher in the
         // line, a file a statement-level redirection writes may be the download.
         if let Some(fetcher) = first_fetcher {
-            saved.extend(
-                f.statement_redirects
-                    .iter()
-                    .filter(|r| r.kind.writes())
-                    .filter_map(|r| r.target.as_ref())
-                    .filter(|t| t.is_static())
-                    .map(|t| (plain(&t.value), fetcher.clone())),
-            );
+            for t in f
+                .statement_redirects
+                .iter()
+                .filter(|r| r.kind.writes())
+                .filter_map(|r| r.target.as_ref())
+                .filter(|t| t.is_static())
+            {
+                saved
+                    .entry(plain(&t.value))
+                    .or_insert_with(|| fetcher.clone());
+            }
         }
         if saved.is_empty() {
             return;
@@ -537,11 +555,28 @@ impl Cx<'_> {
                 }
             } else if ["source", "."].contains(&key) {
                 run.extend(args.first());
+            } else if ["make", "gmake"].contains(&key) {
+                // A makefile is a program too: `make -f FILE`, `--file=FILE`, `-fFILE`.
+                for (i, a) in args.iter().enumerate() {
+                    match a.value.as_str() {
+                        "-f" | "--file" | "--makefile" => run.extend(args.get(i + 1)),
+                        _ => {}
+                    }
+                }
+                run.extend(args.iter().filter(|a| {
+                    ["--file=", "--makefile=", "-f"]
+                        .iter()
+                        .any(|p| a.value.len() > p.len() && a.value.starts_with(p))
+                }));
             }
             for w in run {
-                if let Some((file, fetcher)) =
-                    saved.iter().find(|(file, _)| *file == plain(&w.value))
-                {
+                let value = ["--file=", "--makefile=", "-f"]
+                    .iter()
+                    .filter(|_| ["make", "gmake"].contains(&key))
+                    .find_map(|p| w.value.strip_prefix(p).filter(|v| !v.is_empty()))
+                    .unwrap_or(&w.value);
+                let file = plain(value);
+                if let Some(fetcher) = saved.get(&file) {
                     self.raise(
                         Dangerous,
                         format!(

@@ -13,7 +13,24 @@ pub(crate) enum EnvRun<'a> {
     Dynamic(&'a Word),
     /// Nothing: `env` prints the environment.
     Nothing,
+    /// An option env does not have, or an ambiguous abbreviation: what follows cannot be read.
+    Unreadable(String),
 }
+
+/// GNU env's long options without a value (`--block-signal` and its kin take one only after `=`).
+const LONG_FLAGS: &[&str] = &[
+    "ignore-environment",
+    "null",
+    "debug",
+    "list-signal-handling",
+    "block-signal",
+    "default-signal",
+    "ignore-signal",
+    "help",
+    "version",
+];
+/// GNU env's long options that take a value.
+const LONG_VALUES: &[&str] = &["unset", "chdir", "split-string"];
 
 pub(crate) struct EnvArgs<'a> {
     /// `-C DIR`, `--chdir=DIR`: where the command runs.
@@ -45,11 +62,26 @@ impl<'a> EnvArgs<'a> {
                 return out;
             }
             if let Some(long) = v.strip_prefix("--") {
-                let (name, attached) = match long.split_once('=') {
+                let (given, attached) = match long.split_once('=') {
                     Some((n, a)) => (n, Some(a)),
                     None => (long, None),
                 };
-                let takes_value = ["chdir", "unset", "split-string"].contains(&name);
+                // getopt_long takes any unique abbreviation: `--s` is `--split-string`.
+                let known = LONG_FLAGS.iter().chain(LONG_VALUES);
+                let name = match known.clone().find(|n| **n == given) {
+                    Some(n) => *n,
+                    None => {
+                        let mut matches = known.filter(|n| n.starts_with(given));
+                        match (matches.next(), matches.next()) {
+                            (Some(n), None) => *n,
+                            _ => {
+                                out.run = EnvRun::Unreadable(v.to_string());
+                                return out;
+                            }
+                        }
+                    }
+                };
+                let takes_value = LONG_VALUES.contains(&name);
                 let value = match attached {
                     Some(a) => Some(value_word(i, a)),
                     None if takes_value => args.get(i + 1).cloned(),
@@ -70,8 +102,19 @@ impl<'a> EnvArgs<'a> {
                 }
                 continue;
             }
+            if v == "-" {
+                // A lone `-` is `-i`.
+                i += 1;
+                continue;
+            }
             if let Some(flags) = v.strip_prefix('-').filter(|f| !f.is_empty()) {
-                match flags.find(['C', 'u', 'S']) {
+                let value_at = flags.find(['C', 'u', 'S']);
+                let switches = &flags[..value_at.unwrap_or(flags.len())];
+                if let Some(bad) = switches.chars().find(|c| !"i0v".contains(*c)) {
+                    out.run = EnvRun::Unreadable(format!("-{bad}"));
+                    return out;
+                }
+                match value_at {
                     Some(pos) => {
                         let attached = &flags[pos + 1..];
                         let value = if attached.is_empty() {
@@ -145,6 +188,28 @@ mod tests {
         assert!(matches!(
             EnvArgs::parse(&words(&["-i"])).run,
             EnvRun::Nothing
+        ));
+        // Abbreviations, as getopt_long takes them; unknown or ambiguous ones are unreadable.
+        let a = words(&["--s=rm -rf x"]);
+        assert!(matches!(
+            EnvArgs::parse(&a).run,
+            EnvRun::SplitString(Some(_))
+        ));
+        let a = words(&["--ch", "/", "ls"]);
+        let e = EnvArgs::parse(&a);
+        assert_eq!(e.chdir.map(|w| w.value).as_deref(), Some("/"));
+        assert!(matches!(e.run, EnvRun::Command(2)));
+        assert!(matches!(
+            EnvArgs::parse(&words(&["--d", "ls"])).run,
+            EnvRun::Unreadable(_)
+        ));
+        assert!(matches!(
+            EnvArgs::parse(&words(&["-x", "ls"])).run,
+            EnvRun::Unreadable(_)
+        ));
+        assert!(matches!(
+            EnvArgs::parse(&words(&["-", "ls"])).run,
+            EnvRun::Command(1)
         ));
     }
 }

@@ -196,9 +196,15 @@ impl Cx<'_> {
                 {
                     self.write_target(&Word::literal(out), "`time -o`", WriteKind::Plain);
                 }
-                // `time` is a shell keyword: it adds nothing of its own to the class.
-                if let Some(i) = wrapped_index(key, args) {
-                    self.wrapped(&args[i..]);
+                // `time` is a shell keyword: it adds nothing of its own to the class. But options
+                // it cannot read leave what it runs unknown.
+                match wrapped_index(key, args) {
+                    Some(i) => self.wrapped(&args[i..]),
+                    None if !args.is_empty() => self.raise(
+                        ShellComplex,
+                        "`time` is given options that leave what it runs unknown",
+                    ),
+                    None => {}
                 }
                 return;
             }
@@ -241,7 +247,7 @@ impl Cx<'_> {
             return;
         }
         let inner = wrapped_index(key, args);
-        if key == "exec" && inner.is_none() {
+        if key == "exec" && args.is_empty() {
             // `exec 3>file`: only redirections, which are judged on their own.
             return;
         }
@@ -271,6 +277,10 @@ impl Cx<'_> {
                 self.raise(ShellComplex, "`env` runs another command");
                 self.wrapped(&args[i..]);
             }
+            EnvRun::Unreadable(option) => self.raise(
+                ShellComplex,
+                format!("`env` is given `{option}`, which leaves what it runs unknown"),
+            ),
             EnvRun::Nothing => {}
         }
     }
@@ -328,7 +338,7 @@ impl Cx<'_> {
     }
 }
 
-/// `time` options that take a value.
+/// `time` options that take a value (the `-o` file is a write).
 const TIME_VALUES: &[&str] = &["-f", "--format", "-o", "--output"];
 /// `strace` options that take a value.
 const STRACE_VALUES: &[&str] = &[
@@ -401,21 +411,8 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
             }
             skip_options(args, &[])
         }
-        // `-a NAME` may sit in a cluster: `exec -la NAME cmd`.
-        "exec" => {
-            let mut i = 0;
-            while let Some(a) = args.get(i).map(|a| a.value.as_str()) {
-                if a == "--" {
-                    i += 1;
-                    break;
-                }
-                if !a.starts_with('-') || a == "-" {
-                    break;
-                }
-                i += if a.ends_with('a') { 2 } else { 1 };
-            }
-            Some(i)
-        }
+        // bash's exec: `-c`, `-l`, `-a NAME`, which may share a word (`-la NAME`, `-aNAME`).
+        "exec" => getopt_operands(args, "cl", "a", &[], &[]),
         "timeout" => skip_options(args, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1),
         "nice" => skip_options(args, &["-n", "--adjustment"]),
         "stdbuf" => skip_options(args, &["-i", "-o", "-e", "--input", "--output", "--error"]),
@@ -446,7 +443,8 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
         .map(|i| i + 1),
         // Every taskset option is a flag; the mask or CPU list is the first operand.
         "taskset" => skip_options(args, &[]).map(|i| i + 1),
-        "faketime" => skip_options(args, &["-m", "-f", "-p"]).map(|i| i + 1),
+        // faketime [-m] [-f] [--exclude-monotonic] [--date-prog PROG] TIMESTAMP PROGRAM
+        "faketime" => skip_options(args, &["--date-prog"]).map(|i| i + 1),
         "torsocks" => skip_options(args, &["-u", "-p", "-a", "-P"]),
         "proxychains" | "proxychains4" => skip_options(args, &["-f"]),
         "xargs" => skip_options(args, XARGS_VALUES),
@@ -470,7 +468,21 @@ pub(crate) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
             };
             (!args.iter().take(2).any(compound)).then_some(0)
         }
-        "time" => skip_options(args, TIME_VALUES),
+        // GNU time (`\\time`, `/usr/bin/time`): getopt_long "+af:o:pqvV".
+        "time" => getopt_operands(
+            args,
+            "apqvV",
+            "fo",
+            &[
+                "append",
+                "portability",
+                "quiet",
+                "verbose",
+                "help",
+                "version",
+            ],
+            &["format", "output"],
+        ),
         "strace" => skip_options(args, STRACE_VALUES),
         "ltrace" => skip_options(args, LTRACE_VALUES),
         _ => skip_options(args, &[]),
@@ -502,6 +514,72 @@ pub(crate) fn layers<'a>(name: &'a Word, args: &'a [Word]) -> Vec<(&'a Word, &'a
         out.push((name, args));
     }
     out
+}
+
+/// Where the operands start for a getopt_long command, read as getopt reads it: short options
+/// cluster (`-qf FMT`), a value option takes the rest of its word or the next one, and a long
+/// option may be any unique abbreviation (`--f` is `--format`). `None` when an option is not
+/// one the command has or an abbreviation is ambiguous: then what the command runs cannot be
+/// read.
+fn getopt_operands(
+    args: &[Word],
+    short_flags: &str,
+    short_values: &str,
+    long_flags: &[&str],
+    long_values: &[&str],
+) -> Option<usize> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let v = word.value.as_str();
+        if word.dynamic || v == "-" {
+            // A run-time word is where the command starts as far as can be told; what it runs
+            // is judged from there (an expansion in command position is never trusted).
+            return Some(i);
+        }
+        if v == "--" {
+            return Some(i + 1);
+        }
+        if let Some(long) = v.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, a)) => (n, Some(a)),
+                None => (long, None),
+            };
+            let known = long_flags
+                .iter()
+                .map(|n| (*n, false))
+                .chain(long_values.iter().map(|n| (*n, true)));
+            let exact = known.clone().find(|(n, _)| *n == name);
+            let mut prefixed = known.filter(|(n, _)| n.starts_with(name));
+            let takes_value = match (exact, prefixed.next(), prefixed.next()) {
+                (Some((_, t)), _, _) | (None, Some((_, t)), None) => t,
+                _ => return None,
+            };
+            i += if takes_value && attached.is_none() {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        if let Some(cluster) = v.strip_prefix('-').filter(|c| !c.is_empty()) {
+            let mut step = 1;
+            for (k, c) in cluster.char_indices() {
+                if short_values.contains(c) {
+                    if k + c.len_utf8() == cluster.len() {
+                        step = 2;
+                    }
+                    break;
+                }
+                if !short_flags.contains(c) {
+                    return None;
+                }
+            }
+            i += step;
+            continue;
+        }
+        return Some(i);
+    }
+    None
 }
 
 /// Index of the first operand after options; options in `with_value` consume the next word.

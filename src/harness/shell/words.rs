@@ -153,14 +153,21 @@ fn unescape_pattern(p: &str) -> String {
 fn brace_expand(p: &str, limit: usize) -> Expansion {
     let chars: Vec<char> = p.chars().collect();
     let mut out = Vec::new();
-    if expand_into(&chars, limit, &mut out) {
+    if expand_into(&chars, limit, &mut out, 0) {
         Expansion::Words(out)
     } else {
         Expansion::TooMany
     }
 }
 
-fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>) -> bool {
+/// How many brace groups one word may nest or chain before it counts as too many: each level
+/// copies the word and recurses, and 16,000 `{a,b}` once overflowed the stack (1.3 GB at 10,000).
+const MAX_BRACE_GROUPS: usize = 32;
+
+fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>, groups: usize) -> bool {
+    if groups > MAX_BRACE_GROUPS {
+        return false;
+    }
     // Find the first unescaped '{' that has a matching '}' with a top-level ',' or '..'.
     let mut i = 0;
     while i < chars.len() {
@@ -174,7 +181,7 @@ fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>) -> bool {
                         let mut combined: Vec<char> = prefix.to_vec();
                         combined.extend(alt);
                         combined.extend_from_slice(suffix);
-                        if !expand_into(&combined, limit, out) {
+                        if !expand_into(&combined, limit, out, groups + 1) {
                             return false;
                         }
                     }
@@ -381,6 +388,18 @@ mod tests {
         assert!(!unquoted("{}").brace && !unquoted("{a}").brace && !unquoted("a,b").brace);
         assert!(unquoted("{1..100000}").brace);
         assert!(unquoted("{a,b}{c,d}{e,f}").brace_expansion(4).is_none());
+        // Thousands of groups are too many at once, not a recursion per group.
+        assert!(
+            unquoted(&"{a,b}".repeat(16_000))
+                .brace_expansion(64)
+                .is_none()
+        );
+        let ones = "{1..1}".repeat(40);
+        assert!(unquoted(&ones).brace_expansion(64).is_none());
+        assert_eq!(
+            unquoted(&"{1..1}".repeat(8)).brace_expansion(64).unwrap(),
+            ["1".repeat(8)]
+        );
     }
 
     #[test]
