@@ -205,6 +205,9 @@ impl ShellFacts {
     }
 }
 
+/// More `<<` than this in one source and it is not read at all (see `read`).
+const MAX_HEREDOC_OPERATORS: usize = 256;
+
 /// Parse bash source into facts. Never fails: a parser that cannot start is itself a fact.
 pub fn parse(source: &str) -> ShellFacts {
     parse_at_depth(source, 0)
@@ -220,6 +223,16 @@ pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
 /// once, never inside each other, so that `time time … while` or `x# x# …` costs two parses and
 /// not one per keyword (3,000 `time`s took 23 s and 1.8 GB when they nested).
 fn read(source: &str, depth: usize, reread: bool) -> ShellFacts {
+    // tree-sitter-bash's here-document scanning is quadratic in the operators on a line: 8,000
+    // of them took 3.6 s. No real command has this many; it is refused a reading, not read.
+    if source.matches("<<").count() > MAX_HEREDOC_OPERATORS {
+        return ShellFacts {
+            parse_errors: vec![format!(
+                "more than {MAX_HEREDOC_OPERATORS} here-document operators, too many to check"
+            )],
+            ..ShellFacts::default()
+        };
+    }
     // tree-sitter-bash glues a line that starts with a backslash to the line before it
     // (`ls\n\\rm -rf /` reads as `ls` with arguments). A blank after the newline changes
     // nothing bash does and gives the grammar its line back.
@@ -293,6 +306,13 @@ fn parse_tree(source: &str) -> Option<tree_sitter::Tree> {
         .ok()?;
     let text = grammar_copy(source);
     let bytes: &[u8] = &text;
+    // The decoder is a call per character; plain ASCII without the characters it maps needs none.
+    if bytes
+        .iter()
+        .all(|b| b.is_ascii() && !matches!(b, 0x00 | 0x0b | 0x0c | 0x0d))
+    {
+        return parser.parse(bytes, None);
+    }
     parser.parse_custom_encoding::<AsciiLookahead, _, _>(
         &mut |i, _| bytes.get(i..).unwrap_or_default(),
         None,

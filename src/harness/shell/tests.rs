@@ -259,3 +259,19 @@ fn second_readings_are_made_once_not_per_keyword() {
         assert!(n <= 4, "{n} parses for {:?}…", &src[..20]);
     }
 }
+
+#[test]
+fn too_many_here_documents_are_not_read() {
+    // The grammar's here-document scanning is quadratic in the operators on one line.
+    let src = "cat <<E; ".repeat(300) + "\n" + &"E\n".repeat(300);
+    let f = parse(&src);
+    assert!(f.commands.is_empty());
+    assert!(
+        f.parse_errors
+            .iter()
+            .any(|e| e.contains("too many to check")),
+        "{:?}",
+        f.parse_errors
+    );
+    assert!(parse("cat <<E\nx\nE\n").parse_errors.is_empty());
+}

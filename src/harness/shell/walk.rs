@@ -745,8 +745,8 @@ pub(super) fn blank_heredocs(src: &str, tree: &Tree) -> (String, Vec<(usize, Str
         let quoted = src
             .get(op..quoted_end)
             .is_some_and(|t| t.contains(['\'', '"', '\\']));
-        for b in blank.iter_mut().take(quoted_end).skip(op) {
-            *b = true;
+        if let Some(range) = blank.get_mut(op..quoted_end) {
+            range.fill(true);
         }
         let line_end = src[op..].find('\n').map(|i| op + i);
         let Some(line_end) = line_end else { continue };
@@ -772,8 +772,8 @@ pub(super) fn blank_heredocs(src: &str, tree: &Tree) -> (String, Vec<(usize, Str
             }
             pos = eol + 1;
         }
-        for b in blank.iter_mut().take(end).skip(body_start.min(end)) {
-            *b = true;
+        if let Some(range) = blank.get_mut(body_start.min(end)..end) {
+            range.fill(true);
         }
         next_body_start = Some((line_end, end));
         let body = src
