@@ -4,12 +4,34 @@
 //! feeding one). Each finding can only raise the class.
 
 use super::assessment::{CommandAssessment, CommandClass};
+use super::options::OptionSyntax;
 use super::paths::{self, Scope};
 use super::tables;
 use super::{PolicyConfig, scripts};
 use crate::harness::shell::{self, RedirectKind, ShellFacts, SimpleCommand, Word};
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
+
+/// GNU make options that take a value.
+const MAKE_VALUES: &[&str] = &[
+    "-f",
+    "--file",
+    "--makefile",
+    "-C",
+    "--directory",
+    "-I",
+    "--include-dir",
+    "-j",
+    "--jobs",
+    "-l",
+    "--load-average",
+    "-o",
+    "--old-file",
+    "-W",
+    "--what-if",
+    "--new-file",
+    "--assume-new",
+];
 
 /// How many shells deep (`bash -c "bash -c …"`, `eval`) classification follows a command.
 pub const MAX_NESTED_SCRIPTS: usize = 8;
@@ -544,37 +566,35 @@ impl Cx<'_> {
             }
             let key = base_name(&name.value);
             // The script file each runs, not its other operands (`python3 x.py data.json`).
-            let mut run: Vec<&Word> = vec![name];
+            let mut run: Vec<&str> = vec![name.value.as_str()];
             if tables::SHELLS.contains(&key) {
                 let shell = super::invocations::ShellArgs::parse(args);
-                run.extend(shell.script.filter(|_| shell.command.is_none()));
+                run.extend(
+                    shell
+                        .script
+                        .filter(|_| shell.command.is_none())
+                        .map(|w| w.value.as_str()),
+                );
             } else if let Some(flags) = tables::interpreter(key) {
                 let code = super::invocations::Interp::parse(key, flags, args);
                 if code.inline.is_empty() && code.module.is_none() {
-                    run.extend(code.operands.first().copied());
+                    run.extend(code.operands.first().map(|w| w.value.as_str()));
                 }
             } else if ["source", "."].contains(&key) {
-                run.extend(args.first());
-            } else if ["make", "gmake"].contains(&key) {
-                // A makefile is a program too: `make -f FILE`, `--file=FILE`, `-fFILE`.
-                for (i, a) in args.iter().enumerate() {
-                    match a.value.as_str() {
-                        "-f" | "--file" | "--makefile" => run.extend(args.get(i + 1)),
-                        _ => {}
-                    }
-                }
-                run.extend(args.iter().filter(|a| {
-                    ["--file=", "--makefile=", "-f"]
-                        .iter()
-                        .any(|p| a.value.len() > p.len() && a.value.starts_with(p))
-                }));
+                run.extend(args.first().map(|w| w.value.as_str()));
             }
-            for w in run {
-                let value = ["--file=", "--makefile=", "-f"]
-                    .iter()
-                    .filter(|_| ["make", "gmake"].contains(&key))
-                    .find_map(|p| w.value.strip_prefix(p).filter(|v| !v.is_empty()))
-                    .unwrap_or(&w.value);
+            // A makefile is a program too: `make -f FILE`, `--file=FILE`, `-fFILE`.
+            let makefiles = ["make", "gmake"]
+                .contains(&key)
+                .then(|| super::options::parse(args, OptionSyntax::gnu(MAKE_VALUES)));
+            if let Some(parsed) = &makefiles {
+                run.extend(
+                    ["-f", "--file", "--makefile"]
+                        .iter()
+                        .flat_map(|o| parsed.values_of(o)),
+                );
+            }
+            for value in run {
                 let file = plain(value);
                 if let Some(fetcher) = saved.get(&file) {
                     self.raise(
