@@ -1,5 +1,6 @@
 //! Spear: a terminal coding assistant whose every tool call is decided, confined, bounded and
 //! recorded. The library holds the layers; `main.rs` only wires them to a command line.
 
+pub mod agent;
 pub mod harness;
 pub mod tools;

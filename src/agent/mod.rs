@@ -1,0 +1,5 @@
+//! The agent: a streaming client for any OpenAI-compatible server, the model <-> tool loop and
+//! the task that spans a request's turns. Invariant (DESIGN.md): `agent` may use `tools` and
+//! `harness`, never the reverse; the router is the only way a model's call reaches a tool.
+
+pub mod model;
