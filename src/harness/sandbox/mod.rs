@@ -9,6 +9,7 @@ pub(crate) mod launch;
 pub mod placeholders;
 pub mod preflight;
 mod preflight_cache;
+pub mod procfs;
 pub mod seccomp;
 pub mod spec;
 
