@@ -73,8 +73,12 @@ pub struct SandboxSpec {
     pub home: PathBuf,
     /// `$TMPDIR` inside the sandbox (inside the private `/tmp`).
     pub tmpdir: PathBuf,
-    /// Size of each private tmpfs (`/tmp`, `$HOME`), so a command cannot fill host memory.
-    pub tmpfs_bytes: u64,
+    /// Size of every writable tmpfs, so a command cannot fill host memory.
+    pub tmpfs: TmpfsSizes,
+    /// Parts of `/proc` bound read-only over the sandbox's own (see [`super::procfs`]).
+    pub proc_read_only: Vec<PathBuf>,
+    /// Parts of `/proc` hidden from the sandbox.
+    pub proc_masked: Vec<Masked>,
     /// Protections inside a writable workspace, in mount order. Empty when read-only.
     pub protections: Vec<Protection>,
     /// Vetted host paths bound read-only.
@@ -90,8 +94,70 @@ pub struct SandboxSpec {
     /// The fd bwrap waits on after its setup, before the command (`--block-fd`): the network
     /// path attaches slirp4netns there, once bwrap is done configuring loopback.
     pub block_fd: Option<i32>,
+    /// The fd bwrap reads the seccomp program from (`--seccomp`), applied just before the
+    /// command is executed (see [`super::seccomp`]).
+    pub seccomp_fd: i32,
     pub command: Vec<OsString>,
 }
+
+/// The size in bytes of every writable tmpfs the sandbox gets (`/dev` itself is read-only).
+/// tmpfs pages are charged to the memory cgroup of the process that writes them, so under
+/// cgroup limits (a systemd scope) they count against the command's `MemoryMax`; without
+/// cgroup limits these sizes are their only bound (rlimits do not count them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TmpfsSizes {
+    pub tmp: u64,
+    pub home: u64,
+    pub run: u64,
+    pub dev_shm: u64,
+}
+
+const MIB: u64 = 1 << 20;
+
+impl TmpfsSizes {
+    /// `/tmp` and `$HOME` hold build trees and caches; `/run` holds sockets and pid files;
+    /// `/dev/shm` holds POSIX shared memory (four times Docker's 64 MiB, which headless
+    /// browsers and data loaders outgrow).
+    pub const DEFAULT: TmpfsSizes = TmpfsSizes {
+        tmp: 1024 * MIB,
+        home: 1024 * MIB,
+        run: 16 * MIB,
+        dev_shm: 256 * MIB,
+    };
+
+    /// The mounts and their sizes, in the order they are mounted.
+    pub fn entries(&self) -> [(&'static str, u64); 4] {
+        [
+            ("/dev/shm", self.dev_shm),
+            ("/tmp", self.tmp),
+            ("/run", self.run),
+            ("$HOME", self.home),
+        ]
+    }
+
+    /// tmpfs reads a size of 0 as "no limit", so each size must be at least one page.
+    pub fn check(&self) -> Result<(), SandboxError> {
+        for (mount, bytes) in self.entries() {
+            if bytes < MASK_TMPFS_BYTES {
+                return Err(SandboxError::Spec(format!(
+                    "the tmpfs size for {mount} is {bytes} bytes; give at least \
+                     {MASK_TMPFS_BYTES} (tmpfs reads 0 as unlimited)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for TmpfsSizes {
+    fn default() -> Self {
+        TmpfsSizes::DEFAULT
+    }
+}
+
+/// The size of the empty read-only tmpfs that hides a directory: one page, so that no tmpfs
+/// in the sandbox is unbounded, even one nothing can write.
+pub const MASK_TMPFS_BYTES: u64 = 4096;
 
 /// Top-level system paths offered read-only when they exist.
 pub const SYSTEM_PATHS: &[&str] = &[
