@@ -33,3 +33,6 @@ mod seccomp_filter;
 
 #[path = "execution/scratch_space.rs"]
 mod scratch_space;
+
+#[path = "execution/keyring.rs"]
+mod keyring;

@@ -5,7 +5,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use super::spec::{MASK_TMPFS_BYTES, Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+use super::spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+use super::tmpfs::MASK_TMPFS_BYTES;
 
 struct Argv(Vec<OsString>);
 
@@ -135,7 +136,7 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::sandbox::spec::TmpfsSizes;
+    use crate::harness::sandbox::tmpfs::TmpfsSizes;
     use std::path::PathBuf;
 
     fn spec() -> SandboxSpec {

@@ -12,11 +12,13 @@ mod preflight_cache;
 pub mod procfs;
 pub mod seccomp;
 pub mod spec;
+pub mod tmpfs;
 
 pub use argv::build_argv;
 pub use launch::{End, Outcome};
 pub use preflight::PreflightFailure;
-pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry, TmpfsSizes};
+pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+pub use tmpfs::TmpfsSizes;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
