@@ -24,3 +24,15 @@ mod mechanisms;
 
 #[path = "execution/cli.rs"]
 mod cli;
+
+#[path = "execution/kernel_walls.rs"]
+mod kernel_walls;
+
+#[path = "execution/seccomp_filter.rs"]
+mod seccomp_filter;
+
+#[path = "execution/scratch_space.rs"]
+mod scratch_space;
+
+#[path = "execution/keyring.rs"]
+mod keyring;

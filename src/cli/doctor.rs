@@ -8,10 +8,14 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 use spear::harness::command_policy::ExecutionProfile;
+use spear::harness::primitives::ToolStatus;
+use spear::harness::process::NullSink;
 use spear::harness::process::pid_max_is_namespaced;
 use spear::harness::resource_control::{SystemdScopeRunner, rlimit_mechanism};
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::sandbox::PreflightFailure;
+use spear::harness::sandbox::procfs::{PROC_HIDDEN, PROC_READ_ONLY};
+use spear::harness::sandbox::seccomp::{self, RefusedCall};
 
 #[derive(Args)]
 pub struct DoctorArgs {
@@ -37,6 +41,9 @@ struct Check {
     fix: Option<String>,
     /// Spear refuses to run commands without it.
     required: bool,
+    /// For the seccomp filter: every call it refuses, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refused_calls: Option<Vec<RefusedCall>>,
 }
 
 fn check(
@@ -51,6 +58,7 @@ fn check(
             detail,
             fix: None,
             required,
+            refused_calls: None,
         },
         Err((status, detail, fix)) => Check {
             mechanism,
@@ -58,6 +66,7 @@ fn check(
             detail,
             fix: Some(fix),
             required,
+            refused_calls: None,
         },
     }
 }
@@ -101,6 +110,11 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             )),
         },
     ));
+    let walls = rt.block_on(probe_walls(&runner));
+    let mut filter = check("seccomp", true, walls.seccomp);
+    filter.refused_calls = Some(seccomp::refused_calls());
+    checks.push(filter);
+    checks.push(check("kernel_view", true, walls.proc_sys));
     let slirp = runner.sandbox().slirp().map(|p| p.to_path_buf());
     checks.push(check(
         "slirp4netns",
@@ -171,6 +185,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 )
             }),
     ));
+    checks.push(check("tmpfs", false, Ok(describe_tmpfs(runner.config()))));
     checks.push(check("openat2", false, probe_openat2()));
     checks.push(check("pidfd", true, probe_pidfd()));
     let _ = std::fs::remove_dir(&dir);
@@ -201,6 +216,97 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+type Verdicted = Result<String, (Verdict, String, String)>;
+
+/// What a real sandboxed command sees of the filter and of `/proc/sys`.
+struct Walls {
+    seccomp: Verdicted,
+    proc_sys: Verdicted,
+}
+
+async fn probe_walls(runner: &CommandRunner) -> Walls {
+    let req = RunRequest {
+        command: "grep '^Seccomp:' /proc/self/status; grep ' /proc/sys ' /proc/self/mountinfo"
+            .into(),
+        profile: ExecutionProfile::read_only(),
+        timeout: None,
+    };
+    let res = runner.run(&req, &mut NullSink).await;
+    if res.status != ToolStatus::Ok {
+        let why = res.reason.unwrap_or_default();
+        let missing = |what: &str| {
+            Err((
+                Verdict::Missing,
+                format!("no sandbox ran to check {what}: {why}"),
+                "fix the sandbox first (see above)".to_string(),
+            ))
+        };
+        return Walls {
+            seccomp: missing("the seccomp filter"),
+            proc_sys: missing("/proc/sys"),
+        };
+    }
+    let names: Vec<&str> = seccomp::refused_calls().iter().map(|c| c.name).collect();
+    let seccomp = if res
+        .stdout
+        .lines()
+        .any(|l| l.split_whitespace().eq(["Seccomp:", "2"]))
+    {
+        Ok(format!(
+            "on in every sandbox: {} calls fail with EPERM ({}); a call through another ABI \
+             (x32 or i386 on x86_64, arm32 on aarch64) kills the process",
+            names.len(),
+            names.join(", ")
+        ))
+    } else {
+        Err((
+            Verdict::Refused,
+            format!(
+                "a sandboxed command ran without the filter: {}",
+                res.stdout.trim()
+            ),
+            "use bubblewrap 0.3 or later, which loads `--seccomp`".into(),
+        ))
+    };
+    let ro_mount = res
+        .stdout
+        .lines()
+        .find(|l| l.contains(" /proc/sys "))
+        .and_then(|l| l.split_whitespace().nth(5))
+        .is_some_and(|opts| opts.split(',').any(|o| o == "ro"));
+    let listed =
+        |list: &[(&str, &str)]| list.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ");
+    let proc_sys = if ro_mount {
+        Ok(format!(
+            "read-only where present: {}; hidden: {}",
+            listed(PROC_READ_ONLY),
+            listed(PROC_HIDDEN)
+        ))
+    } else {
+        Err((
+            Verdict::Refused,
+            "/proc/sys is writable in the sandbox".into(),
+            "report this: the sandbox's argv binds it read-only".into(),
+        ))
+    };
+    Walls { seccomp, proc_sys }
+}
+
+fn describe_tmpfs(config: &RunnerConfig) -> String {
+    let sizes: Vec<String> = config
+        .tmpfs
+        .entries()
+        .iter()
+        .map(|(mount, bytes)| format!("{mount} {} MiB", bytes >> 20))
+        .collect();
+    format!(
+        "{}; /dev itself read-only. Their pages count against the command's memory only under \
+         cgroup limits (a systemd scope's MemoryMax); without them these sizes are the bound \
+         (rlimits do not count tmpfs)",
+        sizes.join(", ")
+    )
 }
 
 fn tempfile_dir() -> anyhow::Result<std::path::PathBuf> {

@@ -18,13 +18,11 @@ use crate::harness::resource_control::{
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxNetwork, SandboxSpec, env, spec,
+    SandboxNetwork, SandboxSpec, TmpfsSizes, env, spec,
 };
 
 /// The sandbox's own default time limit for one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
-/// Default size of each private tmpfs.
-pub const DEFAULT_TMPFS_BYTES: u64 = 1 << 30;
 
 /// Everything a runner is built from. Built once per session.
 #[derive(Debug, Clone)]
@@ -40,7 +38,8 @@ pub struct RunnerConfig {
     pub host_env: Vec<(String, String)>,
     /// Where bwrap, slirp4netns and systemd-run are looked up (a `PATH` value).
     pub search_path: OsString,
-    pub tmpfs_bytes: u64,
+    /// The size of every writable tmpfs in the sandbox (`/tmp`, `$HOME`, `/run`, `/dev/shm`).
+    pub tmpfs: TmpfsSizes,
 }
 
 impl RunnerConfig {
@@ -54,7 +53,7 @@ impl RunnerConfig {
             default_timeout: DEFAULT_TIMEOUT,
             host_env: std::env::vars().collect(),
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
-            tmpfs_bytes: DEFAULT_TMPFS_BYTES,
+            tmpfs: TmpfsSizes::DEFAULT,
         }
     }
 }
@@ -166,6 +165,7 @@ impl CommandRunner {
         } else {
             Vec::new()
         };
+        self.config.tmpfs.check()?;
         let tmpdir = PathBuf::from("/tmp");
         let layout = self.sandbox.layout();
         Ok(SandboxSpec {
@@ -176,13 +176,16 @@ impl CommandRunner {
             env: env::sandbox_env(&self.config.host_env, &self.home, &tmpdir, &host_read_paths),
             home: self.home.clone(),
             tmpdir,
-            tmpfs_bytes: self.config.tmpfs_bytes,
+            tmpfs: self.config.tmpfs,
+            proc_read_only: layout.proc_read_only.clone(),
+            proc_masked: layout.proc_masked.clone(),
             protections,
             host_read_paths,
             network: SandboxNetwork::Closed,
             info_fd: -1,
             userns_block_fd: -1,
             block_fd: None,
+            seccomp_fd: -1,
             command,
         })
     }

@@ -11,7 +11,7 @@ fn spear_bin() -> std::path::PathBuf {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_spear").into())
 }
 
-fn spear(dir: &std::path::Path) -> Command {
+pub(crate) fn spear(dir: &std::path::Path) -> Command {
     require_bwrap();
     let mut c = Command::new(spear_bin());
     c.current_dir(dir).env("XDG_STATE_HOME", state_dir(dir));
@@ -155,20 +155,23 @@ fn exec_json_prints_the_result_and_the_class() {
     assert!(v["class"].is_string());
 }
 
+/// The check named `name` in `spear doctor --json` output.
+pub(crate) fn doctor_check(v: &serde_json::Value, name: &str) -> serde_json::Value {
+    v["mechanisms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mechanism"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("doctor has no {name} check: {v}"))
+}
+
 #[test]
 fn doctor_tells_the_truth_about_this_machine() {
     let (_d, ws) = workspace();
     let out = spear(&ws).args(["doctor", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let by_name = |n: &str| {
-        v["mechanisms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["mechanism"] == n)
-            .cloned()
-            .unwrap()
-    };
+    let by_name = |n: &str| doctor_check(&v, n);
     assert_eq!(by_name("bwrap")["status"], "works", "{v}");
     assert_eq!(by_name("pidfd")["status"], "works", "{v}");
     let pid1 = std::fs::read_to_string("/proc/1/comm").unwrap();

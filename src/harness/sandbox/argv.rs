@@ -6,6 +6,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use super::spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+use super::tmpfs::MASK_TMPFS_BYTES;
 
 struct Argv(Vec<OsString>);
 
@@ -24,6 +25,22 @@ impl Argv {
     }
     fn same(&mut self, f: &str, p: &Path) {
         self.two(f, p, p);
+    }
+    /// A tmpfs of `bytes` at `p` (bwrap's `--size` applies to the next `--tmpfs`).
+    fn tmpfs(&mut self, bytes: u64, p: &Path) {
+        self.one("--size", bytes.to_string());
+        self.one("--tmpfs", p);
+    }
+    /// Hide `m`: a file behind a read-only `/dev/null`, a directory behind an empty read-only
+    /// tmpfs.
+    fn mask(&mut self, m: &Masked) {
+        match m {
+            Masked::File(p) => self.two("--ro-bind", "/dev/null", p),
+            Masked::Dir(p) => {
+                self.tmpfs(MASK_TMPFS_BYTES, p);
+                self.one("--remount-ro", p);
+            }
+        }
     }
 }
 
@@ -48,24 +65,28 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
         }
     }
     for m in &spec.masked {
-        match m {
-            Masked::File(p) => a.two("--ro-bind", "/dev/null", p),
-            Masked::Dir(p) => {
-                a.one("--tmpfs", p);
-                a.one("--remount-ro", p);
-            }
-        }
+        a.mask(m);
     }
-    a.one("--proc", "/proc");
-    a.one("--dev", "/dev");
 
-    // Private, bounded scratch space.
-    let size = spec.tmpfs_bytes.to_string();
-    a.one("--size", &size);
-    a.one("--tmpfs", "/tmp");
-    a.one("--size", &size);
-    a.one("--tmpfs", &spec.home);
-    a.one("--tmpfs", "/run");
+    // The kernel's view: what changes the host read-only, what reveals it hidden. The binds'
+    // sources are the host's /proc; see `procfs` for why that is the same view.
+    a.one("--proc", "/proc");
+    for p in &spec.proc_read_only {
+        a.same("--ro-bind", p);
+    }
+    for m in &spec.proc_masked {
+        a.mask(m);
+    }
+    // bwrap cannot size the tmpfs under /dev, so it is made read-only once its device nodes
+    // are in place; the one writable place under it, /dev/shm, is a sized tmpfs of its own.
+    a.one("--dev", "/dev");
+    a.tmpfs(spec.tmpfs.dev_shm, Path::new("/dev/shm"));
+    a.one("--remount-ro", "/dev");
+
+    // Private, bounded scratch space; $HOME last, so a home under /run is not covered.
+    a.tmpfs(spec.tmpfs.tmp, Path::new("/tmp"));
+    a.tmpfs(spec.tmpfs.run, Path::new("/run"));
+    a.tmpfs(spec.tmpfs.home, &spec.home);
     if let SandboxNetwork::Slirp {
         resolv_conf_fd,
         resolv_conf_dest,
@@ -102,6 +123,7 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     if let Some(fd) = spec.block_fd {
         a.one("--block-fd", fd.to_string());
     }
+    a.one("--seccomp", spec.seccomp_fd.to_string());
     a.flag("--clearenv");
     for (k, v) in &spec.env {
         a.two("--setenv", k, v);
@@ -114,6 +136,7 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::sandbox::tmpfs::TmpfsSizes;
     use std::path::PathBuf;
 
     fn spec() -> SandboxSpec {
@@ -134,7 +157,17 @@ mod tests {
             ],
             home: "/home/u".into(),
             tmpdir: "/tmp".into(),
-            tmpfs_bytes: 1024,
+            tmpfs: TmpfsSizes {
+                tmp: 1024,
+                home: 2048,
+                run: 512,
+                dev_shm: 256,
+            },
+            proc_read_only: vec!["/proc/sys".into(), "/proc/irq".into()],
+            proc_masked: vec![
+                Masked::File("/proc/keys".into()),
+                Masked::Dir("/proc/acpi".into()),
+            ],
             protections: vec![],
             host_read_paths: vec![],
             env: vec![("HOME".into(), "/home/u".into())],
@@ -142,6 +175,7 @@ mod tests {
             info_fd: 3,
             userns_block_fd: 4,
             block_fd: None,
+            seccomp_fd: 7,
             command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
         }
     }
@@ -154,9 +188,12 @@ mod tests {
         --unshare-cgroup --die-with-parent --new-session --cap-drop ALL \
         --hostname spear-sandbox \
         --ro-bind /usr /usr --symlink usr/bin /bin --ro-bind /etc /etc \
-        --ro-bind /dev/null /etc/shadow --tmpfs /etc/ssh --remount-ro /etc/ssh \
-        --proc /proc --dev /dev --size 1024 --tmpfs /tmp --size 1024 --tmpfs /home/u --tmpfs /run";
-    const TAIL: &str = "--clearenv --setenv HOME /home/u -- /bin/bash -c true";
+        --ro-bind /dev/null /etc/shadow --size 4096 --tmpfs /etc/ssh --remount-ro /etc/ssh \
+        --proc /proc --ro-bind /proc/sys /proc/sys --ro-bind /proc/irq /proc/irq \
+        --ro-bind /dev/null /proc/keys --size 4096 --tmpfs /proc/acpi --remount-ro /proc/acpi \
+        --dev /dev --size 256 --tmpfs /dev/shm --remount-ro /dev \
+        --size 1024 --tmpfs /tmp --size 512 --tmpfs /run --size 2048 --tmpfs /home/u";
+    const TAIL: &str = "--seccomp 7 --clearenv --setenv HOME /home/u -- /bin/bash -c true";
 
     #[test]
     fn read_only_workspace() {
@@ -201,6 +238,24 @@ mod tests {
              --info-fd 3 --userns-block-fd 4 --block-fd 6 {TAIL}"
         ));
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_tmpfs_is_sized_and_dev_is_read_only() {
+        let mut s = spec();
+        s.workspace_write = true;
+        s.masked.push(Masked::Dir("/etc/credstore".into()));
+        let got = build_argv(&s);
+        for (i, arg) in got.iter().enumerate() {
+            if arg == "--tmpfs" {
+                assert_eq!(got[i - 2], "--size", "unsized tmpfs at {:?}", got[i + 1]);
+                assert_ne!(got[i - 1], "0", "a size of 0 is unlimited");
+            }
+        }
+        let at = |w: &[&str]| got.windows(w.len()).position(|x| x == w).unwrap();
+        assert!(at(&["--dev", "/dev"]) < at(&["--tmpfs", "/dev/shm"]));
+        assert!(at(&["--tmpfs", "/dev/shm"]) < at(&["--remount-ro", "/dev"]));
+        assert!(at(&["--proc", "/proc"]) < at(&["--ro-bind", "/proc/sys", "/proc/sys"]));
     }
 
     #[test]

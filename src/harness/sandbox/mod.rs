@@ -9,12 +9,16 @@ pub(crate) mod launch;
 pub mod placeholders;
 pub mod preflight;
 mod preflight_cache;
+pub mod procfs;
+pub mod seccomp;
 pub mod spec;
+pub mod tmpfs;
 
 pub use argv::build_argv;
 pub use launch::{End, Outcome};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+pub use tmpfs::TmpfsSizes;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -60,15 +64,20 @@ pub struct HostLayout {
     pub system: Vec<SystemEntry>,
     pub masked: Vec<Masked>,
     pub resolv_conf_dest: PathBuf,
+    pub proc_read_only: Vec<PathBuf>,
+    pub proc_masked: Vec<Masked>,
 }
 
 impl HostLayout {
     pub fn probe() -> Self {
         let root = Path::new("/");
+        let (proc_read_only, proc_masked) = procfs::probe_proc(root);
         HostLayout {
             system: spec::probe_system(root),
             masked: spec::probe_secrets(root),
             resolv_conf_dest: spec::resolv_conf_dest(root),
+            proc_read_only,
+            proc_masked,
         }
     }
 }
@@ -259,6 +268,9 @@ impl BubblewrapSandbox {
         let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
         spec.block_fd = Some(block_read.as_raw_fd());
         child_fds.push(block_read);
+        let filter = seccomp::program_fd()?;
+        spec.seccomp_fd = filter.as_raw_fd();
+        child_fds.push(filter);
         let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
         running.hold_gate(userns_write);
         running.hold_gate(block_write);

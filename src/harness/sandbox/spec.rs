@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use super::SandboxError;
+use super::tmpfs::TmpfsSizes;
 
 /// A top-level system path as it exists on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,8 +74,12 @@ pub struct SandboxSpec {
     pub home: PathBuf,
     /// `$TMPDIR` inside the sandbox (inside the private `/tmp`).
     pub tmpdir: PathBuf,
-    /// Size of each private tmpfs (`/tmp`, `$HOME`), so a command cannot fill host memory.
-    pub tmpfs_bytes: u64,
+    /// Size of every writable tmpfs, so a command cannot fill host memory.
+    pub tmpfs: TmpfsSizes,
+    /// Parts of `/proc` bound read-only over the sandbox's own (see [`super::procfs`]).
+    pub proc_read_only: Vec<PathBuf>,
+    /// Parts of `/proc` hidden from the sandbox.
+    pub proc_masked: Vec<Masked>,
     /// Protections inside a writable workspace, in mount order. Empty when read-only.
     pub protections: Vec<Protection>,
     /// Vetted host paths bound read-only.
@@ -90,6 +95,9 @@ pub struct SandboxSpec {
     /// The fd bwrap waits on after its setup, before the command (`--block-fd`): the network
     /// path attaches slirp4netns there, once bwrap is done configuring loopback.
     pub block_fd: Option<i32>,
+    /// The fd bwrap reads the seccomp program from (`--seccomp`), applied just before the
+    /// command is executed (see [`super::seccomp`]).
+    pub seccomp_fd: i32,
     pub command: Vec<OsString>,
 }
 
