@@ -108,6 +108,7 @@ fn bench(c: &mut Criterion) {
                     &mut NullSink,
                     Duration::from_secs(10),
                     false,
+                    &[],
                 ))
                 .expect("network run");
             ready.extend(o.setup_time);

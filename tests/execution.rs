@@ -19,6 +19,9 @@ mod limits;
 #[path = "execution/network.rs"]
 mod network;
 
+#[path = "execution/host_services.rs"]
+mod host_services;
+
 #[path = "execution/mechanisms.rs"]
 mod mechanisms;
 

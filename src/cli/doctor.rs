@@ -133,7 +133,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                     .and_then(|()| rt.block_on(runner.ensure_network()))
                 {
                     Ok(()) => Ok(format!(
-                        "{}; pinned-namespace network path ready",
+                        "{}; pinned-namespace network path ready, host and private ranges refused",
                         version(p, "--version").lines().next().unwrap_or("")
                     )),
                     Err(e) => Err((Verdict::Refused, e, "see the reason".into())),

@@ -2,9 +2,19 @@
 //! until Spear has held its namespace init by a pidfd, opened its `ns/net` and owner `ns/user`
 //! handles, started slirp4netns against those pinned handles (never a numeric PID) with
 //! `--configure --disable-host-loopback --ready-fd`, and seen the helper ready; only then does
-//! the command start, with `/etc/resolv.conf` naming slirp's DNS. Invariant: if a sandbox on this
+//! the command start, with `/etc/resolv.conf` naming slirp's DNS. Before that, inside the
+//! sandbox's own network namespace, every address that is not the internet (the host's own, its
+//! networks, private, link-local and metadata, multicast and the other special ranges, less the
+//! configured exceptions) gets a `prohibit` route, read back before the command is released.
+//! Invariants: no command starts on this path with a refusal route missing; if a sandbox on this
 //! path was told to die and its death could not be confirmed through its pidfd, the sandbox
 //! instance refuses every later network request (`network_containment_failed`).
+
+pub mod ranges;
+pub mod refused;
+pub mod routes;
+
+pub use ranges::{IpPrefix, PrefixParseError};
 
 use std::fs::File;
 use std::io::Write;
@@ -16,7 +26,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
-use crate::harness::process::{OutputSink, SpawnRequest, spawn_held};
+use crate::harness::process::{ForeignProcess, NetnsPlan, OutputSink, SpawnRequest, spawn_held};
 use crate::harness::sandbox::launch::KILL_GRACE;
 use crate::harness::sandbox::{
     BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec,
@@ -79,6 +89,7 @@ pub async fn run_with_slirp(
     sink: &mut dyn OutputSink,
     timeout: Duration,
     allow_host_loopback: bool,
+    network_allow: &[IpPrefix],
 ) -> Result<Outcome, SandboxError> {
     if sandbox.network_containment_failed() {
         return Err(SandboxError::Unavailable(
@@ -94,9 +105,15 @@ pub async fn run_with_slirp(
         resolv_conf_fd: resolv.as_raw_fd(),
         resolv_conf_dest: sandbox.layout().resolv_conf_dest.clone(),
     };
+    let (refused, ipv6) = refusals(network_allow, allow_host_loopback)?;
+    let mut limits = limits.clone();
+    limits.netns = Some(NetnsPlan {
+        netlink: routes::route_batch(&refused),
+        ipv6_off_for_new_links: ipv6,
+    });
     // bwrap sets up loopback and its mounts meanwhile; the command waits on --block-fd.
-    let mut running = sandbox.start(spec, limits, vec![resolv], timeout).await?;
-    let attached = attach(&mut running, &slirp, allow_host_loopback).await;
+    let mut running = sandbox.start(spec, &limits, vec![resolv], timeout).await?;
+    let attached = attach(&mut running, &slirp, allow_host_loopback, &refused).await;
     let helper = match attached {
         Ok(h) => h,
         Err(why) => {
@@ -122,11 +139,48 @@ pub async fn run_with_slirp(
     Ok(outcome)
 }
 
-/// Pin the sandbox's namespaces and start slirp4netns on them; returns the helper once ready.
+/// What this launch refuses, from the host's addresses now: the routes, and whether the kernel
+/// has IPv6 (then IPv6 is also turned off on slirp's link, which carries none).
+fn refusals(
+    network_allow: &[IpPrefix],
+    allow_host_loopback: bool,
+) -> Result<(Vec<IpPrefix>, bool), SandboxError> {
+    let host = refused::host_addresses().map_err(|e| {
+        SandboxError::Unavailable(format!(
+            "the host's addresses cannot be listed, so they cannot be refused to the network \
+             path: {e}"
+        ))
+    })?;
+    let ipv6 = refused::kernel_has_ipv6();
+    let prefixes = refused::refused_prefixes(&host, network_allow, allow_host_loopback, ipv6);
+    Ok((prefixes, ipv6))
+}
+
+/// Read the sandbox's routing tables back and check every refusal route is in place.
+fn verify_refusals(inner: &ForeignProcess, pid: i32, refused: &[IpPrefix]) -> Result<(), String> {
+    let read = |table: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{table}"))
+            .map_err(|e| format!("cannot read the sandbox's routing table ({table}): {e}"))
+    };
+    let v4 = read("route")?;
+    let v6 = match refused.iter().any(|p| !p.is_ipv4()) {
+        true => read("ipv6_route")?,
+        false => String::new(),
+    };
+    // As for the namespace handles: alive after the read, so the number named the sandbox.
+    if !inner.is_alive() {
+        return Err("the sandbox's namespace init died while its routes were checked".into());
+    }
+    routes::check_installed(refused, &routes::reject_routes(&v4, &v6))
+}
+
+/// Pin the sandbox's namespaces and start slirp4netns on them; returns the helper once ready
+/// and the refusal routes are confirmed in place.
 async fn attach(
     running: &mut crate::harness::sandbox::launch::Running,
     slirp: &std::path::Path,
     allow_host_loopback: bool,
+    refused: &[IpPrefix],
 ) -> Result<crate::harness::process::HeldChild, String> {
     let inner = running
         .inner(READY_LIMIT)
@@ -186,7 +240,13 @@ async fn attach(
         _ = tokio::time::sleep(READY_LIMIT) => Err("slirp4netns did not become ready".into()),
     };
     match waited {
-        Ok(1) => Ok(helper),
+        Ok(1) => match verify_refusals(inner, pid, refused) {
+            Ok(()) => Ok(helper),
+            Err(why) => {
+                let _ = helper.stop(KILL_GRACE).await;
+                Err(why)
+            }
+        },
         other => {
             let _ = helper.stop(KILL_GRACE).await;
             let said = read_log(&log);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
-use crate::harness::netns;
+use crate::harness::netns::{self, IpPrefix};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::process::{OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
 use crate::harness::resource_control::{
@@ -40,6 +40,10 @@ pub struct RunnerConfig {
     pub search_path: OsString,
     /// The size of every writable tmpfs in the sandbox (`/tmp`, `$HOME`, `/run`, `/dev/shm`).
     pub tmpfs: TmpfsSizes,
+    /// Addresses and prefixes the network path may reach although they are refused by default
+    /// (the host's own, private, link-local, multicast and other special ranges). Parse each
+    /// from text such as `192.168.1.10` or `10.1.0.0/16` with `str::parse::<IpPrefix>()`.
+    pub network_allow: Vec<IpPrefix>,
 }
 
 impl RunnerConfig {
@@ -54,6 +58,7 @@ impl RunnerConfig {
             host_env: std::env::vars().collect(),
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs: TmpfsSizes::DEFAULT,
+            network_allow: Vec::new(),
         }
     }
 }
@@ -269,6 +274,7 @@ impl CommandRunner {
                 .cgroup_limits
                 .is_active()
                 .then(|| (self.scope.clone(), self.config.cgroup_limits.clone())),
+            netns: None,
         }
     }
 
@@ -315,6 +321,7 @@ impl CommandRunner {
                 sink,
                 timeout,
                 self.host_loopback_for_tests,
+                &self.config.network_allow,
             )
             .await
         } else {
@@ -351,6 +358,7 @@ impl CommandRunner {
             &mut sink,
             crate::harness::sandbox::PREFLIGHT_LIMIT,
             false,
+            &self.config.network_allow,
         )
         .await
         {

@@ -8,7 +8,7 @@ mod capture;
 mod pidns;
 
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
-pub use pidns::{PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
+pub use pidns::{NetnsPlan, PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;

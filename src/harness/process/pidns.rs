@@ -1,16 +1,20 @@
 //! Settings written from inside a sandbox's namespaces before its command starts: the process
 //! cap (`kernel.pid_max` of the sandbox's own PID namespace, namespaced since Linux 6.14; unlike
-//! `RLIMIT_NPROC` it counts only the sandbox's processes and binds root too) and
+//! `RLIMIT_NPROC` it counts only the sandbox's processes and binds root too),
 //! `user.max_user_namespaces = 0` (no nested user namespaces: what bwrap's `--disable-userns`
-//! does, which cannot be combined with `--userns-block-fd`). Invariant: `pid_max` is written only
-//! on a kernel that namespaces it, from a process whose active PID namespace is the sandbox's,
-//! and the host's value is checked unchanged afterwards.
+//! does, which cannot be combined with `--userns-block-fd`) and, on the network path, the
+//! network namespace's own settings (netlink requests, IPv6 off on links made later).
+//! Invariant: `pid_max` is written only on a kernel that namespaces it, from a process whose
+//! active PID namespace is the sandbox's, and the host's value is checked unchanged afterwards;
+//! network settings are made only from inside the sandbox's own network namespace.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use rustix::process::{WaitId, WaitIdOptions, waitid};
+
+mod netlink;
 
 /// The smallest `pid_max` the kernel accepts (`RESERVED_PIDS + 1`).
 pub const PID_MAX_MIN: u32 = 301;
@@ -31,10 +35,21 @@ fn host_pid_max() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/pid_max").ok()
 }
 
+/// What the sandbox's network namespace is given before the command starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetnsPlan {
+    /// Netlink requests back to back, numbered 1..=n, each asking for an acknowledgement.
+    pub netlink: Vec<u8>,
+    /// Set `net.ipv6.conf.default.disable_ipv6 = 1`: links made later (slirp's tap) get no IPv6.
+    pub ipv6_off_for_new_links: bool,
+}
+
 /// What the helper needs, prepared before it starts: it may not allocate. Raw pointers, since
 /// the helper and the writer run at once on the same memory.
 struct HelperPlan {
     pidfd: libc::c_int,
+    /// The namespaces to join through the pidfd.
+    setns_flags: libc::c_int,
     writer: *mut WriterPlan,
     writer_stack: *mut [u8],
 }
@@ -42,6 +57,8 @@ struct HelperPlan {
 /// What the writer needs.
 struct WriterPlan {
     pid_max_text: Option<Vec<u8>>,
+    ipv6_off_for_new_links: bool,
+    netlink: netlink::Exchange,
 }
 
 /// The exit codes the helper reports; success is 0.
@@ -51,6 +68,14 @@ const STEP_WRITER_SPAWN: libc::c_int = 13;
 const STEP_WRITER_WAIT: libc::c_int = 14;
 const STEP_WRITER_KILLED: libc::c_int = 15;
 const STEP_USERNS: libc::c_int = 16;
+const STEP_IPV6_OFF: libc::c_int = 17;
+const STEP_NETLINK_SOCKET: libc::c_int = 18;
+const STEP_NETLINK_SEND: libc::c_int = 19;
+const STEP_NETLINK_RECEIVE: libc::c_int = 20;
+const STEP_NETLINK_REFUSED: libc::c_int = 21;
+
+/// Room for one acknowledgement (a refusal echoes the request: well under a page).
+const NETLINK_BUFFER: usize = 8192;
 
 const HELPER_STACK: usize = 64 * 1024;
 
@@ -142,7 +167,7 @@ extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
     // system calls follow.
     unsafe {
         let plan = arg.cast::<HelperPlan>();
-        if libc::setns((*plan).pidfd, libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
+        if libc::setns((*plan).pidfd, (*plan).setns_flags) != 0 {
             return STEP_SETNS;
         }
         let writer = spawn_sharing_memory(
@@ -169,7 +194,7 @@ extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// The writer, inside the sandbox's PID namespace: `user.max_user_namespaces = 0`, then the
-/// namespace's own `kernel.pid_max` when one is asked for.
+/// namespace's own `kernel.pid_max` when one is asked for, then the network settings.
 extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `WriterPlan`, alive while the parent is suspended; only
     // system calls follow.
@@ -183,7 +208,18 @@ extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
         {
             return STEP_PID_MAX;
         }
-        0
+        if (*plan).ipv6_off_for_new_links
+            && !write_sysctl(c"/proc/sys/net/ipv6/conf/default/disable_ipv6", b"1\n")
+        {
+            return STEP_IPV6_OFF;
+        }
+        match netlink::run(&mut (*plan).netlink) {
+            Ok(()) => 0,
+            Err(netlink::Failure::Socket) => STEP_NETLINK_SOCKET,
+            Err(netlink::Failure::Send) => STEP_NETLINK_SEND,
+            Err(netlink::Failure::Receive) => STEP_NETLINK_RECEIVE,
+            Err(netlink::Failure::Refused) => STEP_NETLINK_REFUSED,
+        }
     }
 }
 
@@ -205,10 +241,15 @@ unsafe fn write_sysctl(path: &std::ffi::CStr, value: &[u8]) -> bool {
 }
 
 /// Configure the namespaces of the process behind `pidfd` (a namespace init that is blocked
-/// before its setup): forbid nested user namespaces and, when `pid_max` is given, cap its PID
-/// namespace. A helper joins the user and PID namespaces through the pidfd; its own child,
-/// which lives in that PID namespace, writes the values.
-pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std::io::Result<()> {
+/// before its setup): forbid nested user namespaces, cap its PID namespace when `pid_max` is
+/// given, and apply `net` inside its network namespace. A helper joins the user and PID (and,
+/// for `net`, network) namespaces through the pidfd; its own child, which lives in that PID
+/// namespace, makes the settings.
+pub fn configure_namespaces(
+    pidfd: BorrowedFd<'_>,
+    pid_max: Option<u32>,
+    net: Option<&NetnsPlan>,
+) -> std::io::Result<()> {
     if pid_max.is_some() && !pid_max_is_namespaced() {
         return Err(std::io::Error::other(
             "this kernel does not keep pid_max per PID namespace (needs Linux 6.14 or later)",
@@ -220,9 +261,17 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
     // On the heap, so that a writer left running (below) never reads this stack frame.
     let writer = Box::into_raw(Box::new(WriterPlan {
         pid_max_text: pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)).into_bytes()),
+        ipv6_off_for_new_links: net.is_some_and(|n| n.ipv6_off_for_new_links),
+        netlink: netlink::Exchange {
+            requests: net.map(|n| n.netlink.clone()).unwrap_or_default(),
+            buffer: vec![0; if net.is_some() { NETLINK_BUFFER } else { 0 }],
+            refused: (0, 0),
+        },
     }));
+    let net_flag = if net.is_some() { libc::CLONE_NEWNET } else { 0 };
     let mut plan = HelperPlan {
         pidfd: pidfd.as_raw_fd(),
+        setns_flags: libc::CLONE_NEWUSER | libc::CLONE_NEWPID | net_flag,
         writer,
         writer_stack: writer_stack.as_slice(),
     };
@@ -251,9 +300,11 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
     // A helper that did not end on its own (killed from outside while it waited for the
     // writer, or it could not reap the writer) may have left the writer running on the shared
     // stacks and plans: those are never freed then, rather than freed under it.
+    let mut refused = (0, 0);
     if matches!(status, Ok(Some(code)) if code != STEP_WRITER_WAIT) {
         // SAFETY: from Box::into_raw above; the writer has exited, nothing else holds it.
-        drop(unsafe { Box::from_raw(writer) });
+        let plan = unsafe { Box::from_raw(writer) };
+        refused = plan.netlink.refused;
     } else {
         std::mem::forget(writer_stack);
         std::mem::forget(helper_stack);
@@ -266,9 +317,31 @@ pub fn configure_namespaces(pidfd: BorrowedFd<'_>, pid_max: Option<u32>) -> std:
     }
     match status {
         Some(0) => Ok(()),
-        Some(code) => Err(std::io::Error::other(format!(
-            "configuring the sandbox's namespaces failed (step {code})"
-        ))),
+        Some(code) => Err(std::io::Error::other(describe_failure(code, refused))),
         None => Err(std::io::Error::other("the namespace helper was killed")),
     }
+}
+
+/// What a helper's exit code means; `refused` is the netlink request the kernel refused.
+fn describe_failure(code: libc::c_int, refused: (u32, i32)) -> String {
+    let what = match code {
+        STEP_SETNS => "joining the sandbox's namespaces".to_string(),
+        STEP_USERNS => "writing user.max_user_namespaces".to_string(),
+        STEP_PID_MAX => "writing kernel.pid_max".to_string(),
+        STEP_IPV6_OFF => "turning IPv6 off for the sandbox's uplink".to_string(),
+        STEP_NETLINK_SOCKET => "opening a netlink socket in the sandbox's network".to_string(),
+        STEP_NETLINK_SEND => "sending a route to the sandbox's network".to_string(),
+        STEP_NETLINK_RECEIVE => {
+            "reading the kernel's acknowledgement of a route (none came)".to_string()
+        }
+        STEP_NETLINK_REFUSED => format!(
+            "installing route request {}: the kernel refused it ({})",
+            refused.0,
+            std::io::Error::from_raw_os_error(refused.1)
+        ),
+        STEP_WRITER_SPAWN => "starting the namespace writer".to_string(),
+        STEP_WRITER_KILLED => "the namespace writer was killed".to_string(),
+        _ => "waiting for the namespace writer".to_string(),
+    };
+    format!("configuring the sandbox's namespaces failed at step {code}: {what}")
 }

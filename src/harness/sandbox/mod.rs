@@ -31,7 +31,7 @@ use rustix::process::{Resource, Rlimit};
 use thiserror::Error;
 
 use crate::harness::process::{
-    ForeignProcess, NullSink, OutputSink, ProcessError, configure_namespaces,
+    ForeignProcess, NetnsPlan, NullSink, OutputSink, ProcessError, configure_namespaces,
 };
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 use launch::{Running, StatusPipe};
@@ -90,6 +90,8 @@ pub struct LaunchLimits {
     /// `pid_max` of the sandbox's PID namespace, set before the command starts.
     pub pid_max: Option<u32>,
     pub cgroup: Option<(SystemdScopeRunner, CgroupLimits)>,
+    /// The network path's settings for the sandbox's network namespace (refusal routes).
+    pub netns: Option<NetnsPlan>,
 }
 
 pub struct BubblewrapSandbox {
@@ -284,9 +286,7 @@ impl BubblewrapSandbox {
             match running.held_inner() {
                 // bwrap now mounts meanwhile; if it died of that, its own words explain the
                 // failure better than the helper's step number, and `finish` reports them.
-                Some(inner) => {
-                    configure(inner, limits.pid_max).map_err(|e| inner.is_alive().then_some(e))
-                }
+                Some(inner) => configure(inner, limits).map_err(|e| inner.is_alive().then_some(e)),
                 None => Err(None),
             }
         });
@@ -353,9 +353,10 @@ fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
 }
 
 /// The settings only a process inside the namespaces can write (no nested user namespaces,
-/// the process cap), made before the command is let through `--block-fd`.
-fn configure(inner: &ForeignProcess, pid_max: Option<u32>) -> std::io::Result<()> {
-    configure_namespaces(inner.fd(), pid_max)?;
+/// the process cap, the network path's refusal routes), made before the command is let
+/// through `--block-fd`.
+fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<()> {
+    configure_namespaces(inner.fd(), limits.pid_max, limits.netns.as_ref())?;
     alive(inner)
 }
 
