@@ -9,6 +9,8 @@
 mod audit;
 #[path = "boundary/audit_process.rs"]
 mod audit_process;
+#[path = "boundary/special_files.rs"]
+mod special_files;
 #[path = "boundary/support.rs"]
 mod support;
 #[path = "boundary/target_policy.rs"]

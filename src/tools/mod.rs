@@ -20,4 +20,5 @@ pub mod runner_executor;
 pub mod schema;
 pub mod spec;
 pub mod turn;
+pub mod walk;
 pub mod working_state;
