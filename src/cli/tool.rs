@@ -24,7 +24,7 @@ use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{DEFAULT_BUDGET_BYTES, ResultStore};
+use spear::tools::result_store::{ResultStore, StoreLimits};
 use spear::tools::router::{ToolCall, ToolRouter};
 use spear::tools::runner_executor::RunnerExecutor;
 use spear::tools::turn::Turn;
@@ -103,7 +103,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
             ..PolicyConfig::default()
         }),
         command_executor(&root),
-        ResultStore::open_in(&state, &root, DEFAULT_BUDGET_BYTES)?,
+        ResultStore::open_in(&state, &root, StoreLimits::default())?,
         HostConfig {
             session: session.clone(),
             ..HostConfig::default()
@@ -134,6 +134,9 @@ fn print(env: &ToolResultEnvelope, json: bool) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         out.write_all(env.preview.as_bytes())?;
+        if let Some(note) = &env.store_note {
+            eprintln!("spear: note: {note}");
+        }
         if let Some(reason) = &env.reason {
             eprintln!("spear: {}: {reason}", env.status);
         }

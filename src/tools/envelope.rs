@@ -9,7 +9,7 @@ use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::handler::Gate;
 use crate::tools::lines::cut_middle;
-use crate::tools::result_store::{PREVIEW_CHARS, StoredOutput};
+use crate::tools::result_store::{PREVIEW_CHARS, StoreReport, StoredOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolResultEnvelope {
@@ -33,9 +33,15 @@ pub struct ToolResultEnvelope {
     pub shown_bytes: u64,
     pub shown_lines: u64,
     pub truncated: bool,
-    /// `result://ID` when the whole output is kept in the ResultStore.
+    /// `result://ID` when the output is kept in the ResultStore.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_id: Option<String>,
+    /// What the store's limits did, when one was hit: what was kept (head and tail), how much
+    /// was dropped, and which older results were evicted; `store_note` says it in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_note: Option<String>,
     /// The gate that stopped the call before its action ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<Gate>,
@@ -66,7 +72,7 @@ impl ToolResultEnvelope {
         result: ToolResult,
         stored: Option<&StoredOutput>,
     ) -> Self {
-        let uri = stored.filter(|s| s.truncated).map(StoredOutput::uri);
+        let uri = stored.and_then(StoredOutput::addressable_uri);
         let (stdout, out_cut) = cut_middle(&result.stdout, PREVIEW_CHARS, uri.as_deref());
         let (stderr, err_cut) = cut_middle(&result.stderr, PREVIEW_CHARS, uri.as_deref());
         let (preview, total_bytes, total_lines, shown_bytes, shown_lines, truncated) = match stored
@@ -116,6 +122,10 @@ impl ToolResultEnvelope {
             shown_lines,
             truncated,
             result_id: uri,
+            store: stored.map(|s| s.report).filter(StoreReport::hit),
+            store_note: stored
+                .filter(|s| s.report.hit())
+                .map(|s| s.report.describe()),
             gate: None,
             refusal_rule: None,
             sandbox_unavailable: false,
@@ -135,6 +145,9 @@ impl ToolResultEnvelope {
         }
         if let Some(code) = self.exit_code {
             out.push_str(&format!("[exit code {code}]\n"));
+        }
+        if let Some(note) = &self.store_note {
+            out.push_str(&format!("[result store: {note}]\n"));
         }
         out.push_str(&self.preview);
         out
