@@ -24,3 +24,6 @@ mod mechanisms;
 
 #[path = "execution/cli.rs"]
 mod cli;
+
+#[path = "execution/signals.rs"]
+mod signals;

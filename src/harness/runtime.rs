@@ -384,14 +384,19 @@ impl CommandRunner {
             }
             End::Signaled(s) => (
                 ToolStatus::Failed,
-                Some(format!("the sandbox was killed by signal {s}")),
+                Some(format!(
+                    "the sandbox was killed by {}",
+                    exit::signal(s).map_or(format!("signal {s}"), |d| d.name.to_string())
+                )),
                 None,
             ),
             End::Exited(c) => {
-                if let Some(hit) = limit_hit(&self.config.resource_limits, c, &stderr) {
+                let limits = &self.config.resource_limits;
+                let hit = limit_hit(limits, c, &stderr);
+                if hit.is_some() {
                     (
                         ToolStatus::Failed,
-                        Some(hit.describe().to_string()),
+                        exit::failure_reason(c, hit, limits),
                         Some(c),
                     )
                 } else if c == 1 && stderr.starts_with("bwrap: ") {
@@ -409,6 +414,8 @@ impl CommandRunner {
                         Some("command not found".into()),
                         Some(c),
                     )
+                } else if let Some(why) = exit::failure_reason(c, None, limits) {
+                    (ToolStatus::Failed, Some(why), Some(c))
                 } else {
                     (ToolStatus::Ok, None, Some(c))
                 }
@@ -459,6 +466,9 @@ impl std::fmt::Debug for CommandRunner {
             .finish_non_exhaustive()
     }
 }
+
+#[path = "runtime_exit.rs"]
+pub mod exit;
 
 #[cfg(test)]
 #[path = "runtime_tests.rs"]
