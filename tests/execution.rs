@@ -27,3 +27,6 @@ mod cli;
 
 #[path = "execution/signals.rs"]
 mod signals;
+
+#[path = "execution/changes.rs"]
+mod changes;

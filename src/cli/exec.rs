@@ -106,6 +106,11 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     event.exit_code = result.exit_code;
     event.duration = Some(started.elapsed());
     event.changed_paths = Some(result.changed_paths.len() as u64);
+    event.changed.clone_from(&result.changed_paths);
+    event.changes_incomplete = result
+        .changes
+        .as_ref()
+        .is_some_and(|c| c.incomplete.is_some());
     audit
         .append(&event)
         .context("cannot write the audit record for this command")?;

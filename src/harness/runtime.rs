@@ -20,6 +20,7 @@ use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
     SandboxNetwork, SandboxSpec, env, spec,
 };
+use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 
 /// The sandbox's own default time limit for one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
@@ -41,6 +42,8 @@ pub struct RunnerConfig {
     /// Where bwrap, slirp4netns and systemd-run are looked up (a `PATH` value).
     pub search_path: OsString,
     pub tmpfs_bytes: u64,
+    /// Entries the before/after snapshot of a writable run records at most (`changed_paths`).
+    pub snapshot_max_entries: usize,
 }
 
 impl RunnerConfig {
@@ -55,6 +58,7 @@ impl RunnerConfig {
             host_env: std::env::vars().collect(),
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs_bytes: DEFAULT_TMPFS_BYTES,
+            snapshot_max_entries: snapshot::DEFAULT_MAX_ENTRIES,
         }
     }
 }
@@ -302,6 +306,13 @@ impl CommandRunner {
                 _ => None,
             })
             .collect();
+        // What a writable run changes is found by comparing the tree before and after; a
+        // read-only run cannot change it and pays nothing.
+        let max_entries = self.config.snapshot_max_entries;
+        let before = req
+            .profile
+            .workspace_write
+            .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
         let timeout = req.timeout.unwrap_or(self.config.default_timeout);
         let limits = self.launch_limits();
         let outcome = if req.profile.network {
@@ -317,13 +328,23 @@ impl CommandRunner {
         } else {
             self.sandbox.run(spec, &limits, sink, timeout).await
         };
+        let changes = before.map(|b| {
+            let after =
+                WorkspaceSnapshot::take_after(&self.workspace, &b, &placeholders, max_entries);
+            WorkspaceSnapshot::changes(&b, &after)
+        });
         if let Some(h) = hold {
             h.release(&placeholders);
         }
-        match outcome {
+        let mut result = match outcome {
             Ok(o) => self.to_result(o, timeout),
             Err(e) => ToolResult::failed(e.to_string()),
+        };
+        if let Some(c) = changes {
+            result.changed_paths = c.all();
+            result.changes = Some(Box::new(c));
         }
+        result
     }
 
     /// The network preflight: the full slirp path once per (sandbox, workspace).
@@ -433,6 +454,7 @@ impl CommandRunner {
             stderr,
             exit_code: code,
             changed_paths: Vec::new(),
+            changes: None,
         }
     }
 }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use crate::harness::command_policy::CommandClass;
-use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
 use crate::tools::handler::Gate;
 use crate::tools::lines::cut_middle;
 use crate::tools::result_store::{PREVIEW_CHARS, StoreReport, StoredOutput};
@@ -25,6 +25,9 @@ pub struct ToolResultEnvelope {
     pub stderr: String,
     pub exit_code: Option<i32>,
     pub changed_paths: Vec<String>,
+    /// A command's changes by kind, and whether they could all be seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorkspaceChanges>,
     /// The terminal command's class.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<CommandClass>,
@@ -115,6 +118,7 @@ impl ToolResultEnvelope {
             stderr,
             exit_code: result.exit_code,
             changed_paths: result.changed_paths,
+            changes: result.changes.map(|c| *c),
             class: None,
             total_bytes,
             total_lines,
@@ -146,10 +150,46 @@ impl ToolResultEnvelope {
         if let Some(code) = self.exit_code {
             out.push_str(&format!("[exit code {code}]\n"));
         }
+        if let Some(c) = &self.changes {
+            out.push_str(&changes_line(c));
+        }
         if let Some(note) = &self.store_note {
             out.push_str(&format!("[result store: {note}]\n"));
         }
         out.push_str(&self.preview);
         out
     }
+}
+
+/// What a command changed, for the model: a few names of each kind, and whether the comparison
+/// saw everything.
+fn changes_line(c: &WorkspaceChanges) -> String {
+    const NAMED: usize = 20;
+    let list = |paths: &[String]| {
+        let mut s = paths[..paths.len().min(NAMED)].join(", ");
+        if paths.len() > NAMED {
+            s.push_str(&format!(" and {} more", paths.len() - NAMED));
+        }
+        s
+    };
+    let mut parts = Vec::new();
+    for (what, paths) in [
+        ("created", &c.created),
+        ("modified", &c.modified),
+        ("deleted", &c.deleted),
+    ] {
+        if !paths.is_empty() {
+            parts.push(format!("{what} {}", list(paths)));
+        }
+    }
+    let mut line = if parts.is_empty() {
+        "[the workspace is unchanged".to_string()
+    } else {
+        format!("[changed in the workspace: {}", parts.join("; "))
+    };
+    if let Some(why) = &c.incomplete {
+        line.push_str(&format!(" (possibly incomplete: {why})"));
+    }
+    line.push_str("]\n");
+    line
 }

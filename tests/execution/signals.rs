@@ -1,7 +1,6 @@
 //! Issue 8, item 8: a command killed by a signal is `failed`, its reason names the signal (and
 //! the limit, when a limit sent it), and its exit code is kept. Ordinary exits stay `ok`.
 
-use assert_cmd::Command;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::ResourceLimits;
 use spear::harness::runtime::CommandRunner;
@@ -77,13 +76,7 @@ async fn the_cpu_limit_is_named_with_its_signal() {
 #[test]
 fn spear_exec_reports_the_signal_and_keeps_the_code() {
     let (_d, ws) = workspace();
-    require_bwrap();
-    let bin = std::env::var_os("SPEAR_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_spear").into());
-    let out = Command::new(&bin)
-        .current_dir(&ws)
-        .env("XDG_STATE_HOME", state_dir(&ws))
+    let out = spear_in(&ws)
         .args(["exec", "--mode", "auto", "--json", "--", "kill -SEGV $$"])
         .output()
         .unwrap();
@@ -92,9 +85,7 @@ fn spear_exec_reports_the_signal_and_keeps_the_code() {
     assert_eq!(v["status"], "failed", "{v}");
     assert_eq!(v["exit_code"], 139);
     assert!(v["reason"].as_str().unwrap().contains("SIGSEGV"), "{v}");
-    let human = Command::new(&bin)
-        .current_dir(&ws)
-        .env("XDG_STATE_HOME", state_dir(&ws))
+    let human = spear_in(&ws)
         .args(["exec", "--mode", "auto", "--", "kill -KILL $$"])
         .output()
         .unwrap();

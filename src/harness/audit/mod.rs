@@ -10,7 +10,7 @@ mod record;
 pub mod redact;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
-pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision};
+pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED};
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -121,6 +121,10 @@ impl Action for RunCommand {
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
         };
         let outcome = host.run_command(&self.command, ctx.profile, self.timeout, &mut sink);
+        // Grounded mutations: what the command really changed goes into WorkingState.
+        if let Some(changes) = &outcome.result.changes {
+            host.record_command_changes(changes);
+        }
         let id = sink.id().to_string();
         let stored = match sink.finish() {
             Ok(s) => s,
