@@ -7,6 +7,8 @@
 
 #[path = "boundary/audit.rs"]
 mod audit;
+#[path = "boundary/audit_display.rs"]
+mod audit_display;
 #[path = "boundary/audit_process.rs"]
 mod audit_process;
 #[path = "boundary/special_files.rs"]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use spear::harness::audit::default_state_home;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::command_policy::{Approver, CommandPolicy, ExecutionProfile, PolicyConfig};
 use spear::harness::primitives::ExecutionMode;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
@@ -134,11 +135,13 @@ fn print(env: &ToolResultEnvelope, json: bool) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         out.write_all(env.preview.as_bytes())?;
+        // The preview is the tool's output, passed through as a command's output would be;
+        // Spear's own words about it may quote a command or a path, so they are escaped.
         if let Some(note) = &env.store_note {
-            eprintln!("spear: note: {note}");
+            eprintln!("spear: note: {}", escape_controls(note));
         }
         if let Some(reason) = &env.reason {
-            eprintln!("spear: {}: {reason}", env.status);
+            eprintln!("spear: {}: {}", env.status, escape_controls(reason));
         }
     }
     out.flush()?;

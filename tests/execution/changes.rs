@@ -118,6 +118,12 @@ fn spear_exec_json_and_its_audit_line_carry_the_changes() {
     let rec = last_audit_line(&ws);
     assert_eq!(rec["changed_paths"], 4, "{rec}");
     assert_eq!(rec["changed"], json!(ALL), "{rec}");
+    let human = spear(&ws).arg("audit").output().unwrap();
+    let human = String::from_utf8(human.stdout).unwrap();
+    assert!(
+        human.contains("changed: made, new.txt, old.txt, tracked.txt"),
+        "{human}"
+    );
     // A read-only command: none, and the audit line says zero.
     let out = spear(&ws)
         .args(["exec", "--mode", "auto", "--json", "--", "cat tracked.txt"])

@@ -5,6 +5,7 @@
 //! incomplete by a killed writer is set aside (and recorded) by the next writer.
 
 mod chain;
+pub mod display;
 pub mod reader;
 mod record;
 pub mod redact;
