@@ -1,7 +1,9 @@
 //! `CommandRunner`: the ownership boundary between "a command was allowed" and "a command runs
 //! confined". It owns the sandbox instance and the resource contracts, turns an
 //! `ExecutionProfile` into a `SandboxSpec`, checks every mechanism the contract needs before
-//! anything is spawned, and returns one `ToolResult`. Invariant: there is no path from
+//! anything is spawned, and returns one `ToolResult`: a death by signal is `failed` and named
+//! (`runtime_exit.rs`), and a writable run says what it changed in the workspace (a snapshot
+//! before and after, `workspace::snapshot`). Invariant: there is no path from
 //! "mechanism unavailable" to "run it anyway": each missing piece is a `failed` result.
 
 use std::ffi::OsString;
