@@ -197,5 +197,8 @@ fn human(r: &AuditRecord, colour: bool) -> String {
             line.push_str(&format!(" and {more} more"));
         }
     }
+    if r.changes_incomplete {
+        line.push_str("  [changes possibly incomplete]");
+    }
     line
 }
