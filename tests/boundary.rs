@@ -7,8 +7,12 @@
 
 #[path = "boundary/audit.rs"]
 mod audit;
+#[path = "boundary/audit_display.rs"]
+mod audit_display;
 #[path = "boundary/audit_process.rs"]
 mod audit_process;
+#[path = "boundary/special_files.rs"]
+mod special_files;
 #[path = "boundary/support.rs"]
 mod support;
 #[path = "boundary/target_policy.rs"]

@@ -39,3 +39,9 @@ mod scratch_space;
 
 #[path = "execution/keyring.rs"]
 mod keyring;
+
+#[path = "execution/signals.rs"]
+mod signals;
+
+#[path = "execution/changes.rs"]
+mod changes;

@@ -20,5 +20,7 @@ mod patch;
 mod refusals;
 #[path = "tools/result_store.rs"]
 mod result_store;
+#[path = "tools/special_files.rs"]
+mod special_files;
 #[path = "tools/support.rs"]
 mod support;

@@ -1,5 +1,7 @@
 //! `spear audit`: read, follow and verify the workspace's audit log. Human output is one aligned
-//! line per record, newest last, coloured by decision only on a terminal without `NO_COLOR`.
+//! line per record, newest last, coloured by decision only on a terminal without `NO_COLOR`;
+//! every text a record holds is shown escaped (`escape_controls`), so a command's own control
+//! characters can neither fake a line nor reach the terminal. `--json` prints the lines exactly.
 
 use std::fs::File;
 use std::io::{IsTerminal, Write};
@@ -9,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::{self, AuditPaths, AuditRecord, Decision, default_state_home, reader};
 
 #[derive(Args)]
@@ -149,7 +152,11 @@ fn print_line(out: &mut impl Write, line: &[u8], style: Style) -> anyhow::Result
     }
     match serde_json::from_slice::<AuditRecord>(line) {
         Ok(r) => writeln!(out, "{}", human(&r, style == Style::Colour))?,
-        Err(_) => writeln!(out, "?  {}", String::from_utf8_lossy(line))?,
+        Err(_) => writeln!(
+            out,
+            "?  {}",
+            escape_controls(&String::from_utf8_lossy(line))
+        )?,
     }
     Ok(())
 }
@@ -170,13 +177,28 @@ fn human(r: &AuditRecord, colour: bool) -> String {
     };
     let status = r.status.map(|s| s.as_str()).unwrap_or("-");
     let exit = r.exit_code.map_or("-".to_string(), |c| c.to_string());
+    let time = escape_controls(&time);
     let mut line = format!(
         "{time}  {decision}  {:<12}  {status:<12}  {exit:>4}  {}",
-        r.tool,
-        r.target.as_deref().unwrap_or("-")
+        escape_controls(&r.tool),
+        escape_controls(r.target.as_deref().unwrap_or("-"))
     );
     if let Some(rule) = &r.refusal_rule {
-        line.push_str(&format!("  [{rule}]"));
+        line.push_str(&format!("  [{}]", escape_controls(rule)));
+    }
+    if !r.changed.is_empty() {
+        let shown: Vec<_> = r.changed.iter().map(|p| escape_controls(p)).collect();
+        line.push_str(&format!("  changed: {}", shown.join(", ")));
+        let more = r
+            .changed_paths
+            .unwrap_or(0)
+            .saturating_sub(shown.len() as u64);
+        if more > 0 {
+            line.push_str(&format!(" and {more} more"));
+        }
+    }
+    if r.changes_incomplete {
+        line.push_str("  [changes possibly incomplete]");
     }
     line
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::command_policy::{CommandAssessment, CommandPolicy, PolicyConfig};
 
 #[derive(Args)]
@@ -98,17 +99,25 @@ fn write_table(out: &mut impl Write, assessments: &[CommandAssessment]) -> io::R
         .unwrap_or(0);
     for a in assessments {
         let net = if a.network { "net" } else { "   " };
-        let shown: String = a.command.replace('\n', "\\n");
+        let shown = escape_controls(&a.command);
         writeln!(out, "{:<width$}  {net}  {shown}", a.class.as_str())?;
         let pad = " ".repeat(width + 7);
         if !a.executables.is_empty() {
-            writeln!(out, "{pad}runs:   {}", a.executables.join(", "))?;
+            writeln!(
+                out,
+                "{pad}runs:   {}",
+                escape_controls(&a.executables.join(", "))
+            )?;
         }
         if !a.writes.is_empty() {
-            writeln!(out, "{pad}writes: {}", a.writes.join(", "))?;
+            writeln!(
+                out,
+                "{pad}writes: {}",
+                escape_controls(&a.writes.join(", "))
+            )?;
         }
         for r in &a.reasons {
-            writeln!(out, "{pad}- {r}")?;
+            writeln!(out, "{pad}- {}", escape_controls(r))?;
         }
     }
     Ok(())

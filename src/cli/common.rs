@@ -5,6 +5,7 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::{AuditLogger, default_state_home};
 use spear::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
 use spear::harness::primitives::ToolStatus;
@@ -60,14 +61,16 @@ impl Approver for TtyApprover {
         };
         let mut out = &tty;
         let caps: Vec<String> = request.asking_for.iter().map(|c| c.to_string()).collect();
+        // What the person approves must be what they read: escaped, never interpreted.
         let _ = writeln!(
             out,
             "spear ({} mode) wants to run: {}",
-            request.mode, request.command
+            request.mode,
+            escape_controls(&request.command)
         );
         let _ = writeln!(out, "  class {}; needs {}", request.class, caps.join(", "));
         for r in &request.reasons {
-            let _ = writeln!(out, "  - {r}");
+            let _ = writeln!(out, "  - {}", escape_controls(r));
         }
         let _ = write!(out, "Allow? [y/N] ");
         let _ = out.flush();

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
 use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
@@ -106,6 +107,11 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     event.exit_code = result.exit_code;
     event.duration = Some(started.elapsed());
     event.changed_paths = Some(result.changed_paths.len() as u64);
+    event.changed.clone_from(&result.changed_paths);
+    event.changes_incomplete = result
+        .changes
+        .as_ref()
+        .is_some_and(|c| c.incomplete.is_some());
     audit
         .append(&event)
         .context("cannot write the audit record for this command")?;
@@ -116,10 +122,11 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
         }
         println!("{v}");
     } else if result.status != ToolStatus::Ok {
+        // The reason may quote the command or its stderr: shown escaped.
         eprintln!(
             "spear: {}: {}",
             result.status,
-            result.reason.as_deref().unwrap_or("no reason given")
+            escape_controls(result.reason.as_deref().unwrap_or("no reason given"))
         );
     }
     Ok(super::common::exit_code(result.status, result.exit_code))

@@ -12,6 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use spear::harness::audit::default_state_home;
+use spear::harness::audit::display::escape_controls;
 use spear::harness::command_policy::{Approver, CommandPolicy, ExecutionProfile, PolicyConfig};
 use spear::harness::primitives::ExecutionMode;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
@@ -24,7 +25,7 @@ use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{DEFAULT_BUDGET_BYTES, ResultStore};
+use spear::tools::result_store::{ResultStore, StoreLimits};
 use spear::tools::router::{ToolCall, ToolRouter};
 use spear::tools::runner_executor::RunnerExecutor;
 use spear::tools::turn::Turn;
@@ -103,7 +104,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
             ..PolicyConfig::default()
         }),
         command_executor(&root),
-        ResultStore::open_in(&state, &root, DEFAULT_BUDGET_BYTES)?,
+        ResultStore::open_in(&state, &root, StoreLimits::default())?,
         HostConfig {
             session: session.clone(),
             ..HostConfig::default()
@@ -134,8 +135,13 @@ fn print(env: &ToolResultEnvelope, json: bool) -> anyhow::Result<()> {
         writeln!(out)?;
     } else {
         out.write_all(env.preview.as_bytes())?;
+        // The preview is the tool's output, passed through as a command's output would be;
+        // Spear's own words about it may quote a command or a path, so they are escaped.
+        if let Some(note) = &env.store_note {
+            eprintln!("spear: note: {}", escape_controls(note));
+        }
         if let Some(reason) = &env.reason {
-            eprintln!("spear: {}: {reason}", env.status);
+            eprintln!("spear: {}: {}", env.status, escape_controls(reason));
         }
     }
     out.flush()?;

@@ -234,6 +234,34 @@ impl fmt::Display for ToolStatus {
     }
 }
 
+/// What a command changed in the workspace, by kind: workspace-relative paths, each list
+/// sorted. `incomplete` says why changes may be missing (the snapshot's bound was reached, a
+/// directory could not be listed); absent, the lists are the whole change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceChanges {
+    #[serde(default)]
+    pub created: Vec<String>,
+    #[serde(default)]
+    pub modified: Vec<String>,
+    #[serde(default)]
+    pub deleted: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+impl WorkspaceChanges {
+    /// Every changed path, sorted (what `ToolResult::changed_paths` lists).
+    pub fn all(&self) -> Vec<String> {
+        let mut all: Vec<String> = [&self.created, &self.modified, &self.deleted]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        all.sort();
+        all
+    }
+}
+
 /// The single result type of the harness. Every status but `ok` carries a human `reason`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
@@ -248,6 +276,11 @@ pub struct ToolResult {
     pub exit_code: Option<i32>,
     #[serde(default)]
     pub changed_paths: Vec<String>,
+    /// For a command that ran with workspace write: the same paths by kind, and whether the
+    /// comparison could see everything. `None` when nothing was compared (a read-only run).
+    /// Boxed: results travel in `Err` through the tool layer and should stay small there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Box<WorkspaceChanges>>,
 }
 
 impl ToolResult {
@@ -259,6 +292,7 @@ impl ToolResult {
             stderr: String::new(),
             exit_code: None,
             changed_paths: Vec::new(),
+            changes: None,
         }
     }
 
@@ -271,6 +305,7 @@ impl ToolResult {
             stderr: String::new(),
             exit_code: None,
             changed_paths: Vec::new(),
+            changes: None,
         }
     }
 

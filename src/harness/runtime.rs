@@ -1,7 +1,9 @@
 //! `CommandRunner`: the ownership boundary between "a command was allowed" and "a command runs
 //! confined". It owns the sandbox instance and the resource contracts, turns an
 //! `ExecutionProfile` into a `SandboxSpec`, checks every mechanism the contract needs before
-//! anything is spawned, and returns one `ToolResult`. Invariant: there is no path from
+//! anything is spawned, and returns one `ToolResult`: a death by signal is `failed` and named
+//! (`runtime_exit.rs`), and a writable run says what it changed in the workspace (a snapshot
+//! before and after, `workspace::snapshot`). Invariant: there is no path from
 //! "mechanism unavailable" to "run it anyway": each missing piece is a `failed` result.
 
 use std::ffi::OsString;
@@ -20,6 +22,7 @@ use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
     SandboxNetwork, SandboxSpec, TmpfsSizes, env, spec,
 };
+use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 
 /// The sandbox's own default time limit for one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
@@ -44,6 +47,8 @@ pub struct RunnerConfig {
     /// (the host's own, private, link-local, multicast and other special ranges). Parse each
     /// from text such as `192.168.1.10` or `10.1.0.0/16` with `str::parse::<IpPrefix>()`.
     pub network_allow: Vec<IpPrefix>,
+    /// Entries the before/after snapshot of a writable run records at most (`changed_paths`).
+    pub snapshot_max_entries: usize,
 }
 
 impl RunnerConfig {
@@ -59,6 +64,7 @@ impl RunnerConfig {
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs: TmpfsSizes::DEFAULT,
             network_allow: Vec::new(),
+            snapshot_max_entries: snapshot::DEFAULT_MAX_ENTRIES,
         }
     }
 }
@@ -311,6 +317,13 @@ impl CommandRunner {
                 _ => None,
             })
             .collect();
+        // What a writable run changes is found by comparing the tree before and after; a
+        // read-only run cannot change it and pays nothing.
+        let max_entries = self.config.snapshot_max_entries;
+        let before = req
+            .profile
+            .workspace_write
+            .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
         let timeout = req.timeout.unwrap_or(self.config.default_timeout);
         let limits = self.launch_limits();
         let outcome = if req.profile.network {
@@ -327,13 +340,23 @@ impl CommandRunner {
         } else {
             self.sandbox.run(spec, &limits, sink, timeout).await
         };
+        let changes = before.map(|b| {
+            let after =
+                WorkspaceSnapshot::take_after(&self.workspace, &b, &placeholders, max_entries);
+            WorkspaceSnapshot::changes(&b, &after)
+        });
         if let Some(h) = hold {
             h.release(&placeholders);
         }
-        match outcome {
+        let mut result = match outcome {
             Ok(o) => self.to_result(o, timeout),
             Err(e) => ToolResult::failed(e.to_string()),
+        };
+        if let Some(c) = changes {
+            result.changed_paths = c.all();
+            result.changes = Some(Box::new(c));
         }
+        result
     }
 
     /// The network preflight: the full slirp path once per (sandbox, workspace).
@@ -395,14 +418,19 @@ impl CommandRunner {
             }
             End::Signaled(s) => (
                 ToolStatus::Failed,
-                Some(format!("the sandbox was killed by signal {s}")),
+                Some(format!(
+                    "the sandbox was killed by {}",
+                    exit::signal(s).map_or(format!("signal {s}"), |d| d.name.to_string())
+                )),
                 None,
             ),
             End::Exited(c) => {
-                if let Some(hit) = limit_hit(&self.config.resource_limits, c, &stderr) {
+                let limits = &self.config.resource_limits;
+                let hit = limit_hit(limits, c, &stderr);
+                if hit.is_some() {
                     (
                         ToolStatus::Failed,
-                        Some(hit.describe().to_string()),
+                        exit::failure_reason(c, hit, limits),
                         Some(c),
                     )
                 } else if c == 1 && stderr.starts_with("bwrap: ") {
@@ -420,6 +448,8 @@ impl CommandRunner {
                         Some("command not found".into()),
                         Some(c),
                     )
+                } else if let Some(why) = exit::failure_reason(c, None, limits) {
+                    (ToolStatus::Failed, Some(why), Some(c))
                 } else {
                     (ToolStatus::Ok, None, Some(c))
                 }
@@ -437,6 +467,7 @@ impl CommandRunner {
             stderr,
             exit_code: code,
             changed_paths: Vec::new(),
+            changes: None,
         }
     }
 }
@@ -470,6 +501,9 @@ impl std::fmt::Debug for CommandRunner {
             .finish_non_exhaustive()
     }
 }
+
+#[path = "runtime_exit.rs"]
+pub mod exit;
 
 #[cfg(test)]
 #[path = "runtime_tests.rs"]

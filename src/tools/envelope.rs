@@ -6,10 +6,10 @@
 use serde::Serialize;
 
 use crate::harness::command_policy::CommandClass;
-use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
 use crate::tools::handler::Gate;
 use crate::tools::lines::cut_middle;
-use crate::tools::result_store::{PREVIEW_CHARS, StoredOutput};
+use crate::tools::result_store::{PREVIEW_CHARS, StoreReport, StoredOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolResultEnvelope {
@@ -25,6 +25,9 @@ pub struct ToolResultEnvelope {
     pub stderr: String,
     pub exit_code: Option<i32>,
     pub changed_paths: Vec<String>,
+    /// A command's changes by kind, and whether they could all be seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<WorkspaceChanges>,
     /// The terminal command's class.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<CommandClass>,
@@ -33,9 +36,15 @@ pub struct ToolResultEnvelope {
     pub shown_bytes: u64,
     pub shown_lines: u64,
     pub truncated: bool,
-    /// `result://ID` when the whole output is kept in the ResultStore.
+    /// `result://ID` when the output is kept in the ResultStore.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_id: Option<String>,
+    /// What the store's limits did, when one was hit: what was kept (head and tail), how much
+    /// was dropped, and which older results were evicted; `store_note` says it in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store_note: Option<String>,
     /// The gate that stopped the call before its action ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<Gate>,
@@ -66,7 +75,7 @@ impl ToolResultEnvelope {
         result: ToolResult,
         stored: Option<&StoredOutput>,
     ) -> Self {
-        let uri = stored.filter(|s| s.truncated).map(StoredOutput::uri);
+        let uri = stored.and_then(StoredOutput::addressable_uri);
         let (stdout, out_cut) = cut_middle(&result.stdout, PREVIEW_CHARS, uri.as_deref());
         let (stderr, err_cut) = cut_middle(&result.stderr, PREVIEW_CHARS, uri.as_deref());
         let (preview, total_bytes, total_lines, shown_bytes, shown_lines, truncated) = match stored
@@ -109,6 +118,7 @@ impl ToolResultEnvelope {
             stderr,
             exit_code: result.exit_code,
             changed_paths: result.changed_paths,
+            changes: result.changes.map(|c| *c),
             class: None,
             total_bytes,
             total_lines,
@@ -116,6 +126,10 @@ impl ToolResultEnvelope {
             shown_lines,
             truncated,
             result_id: uri,
+            store: stored.map(|s| s.report).filter(StoreReport::hit),
+            store_note: stored
+                .filter(|s| s.report.hit())
+                .map(|s| s.report.describe()),
             gate: None,
             refusal_rule: None,
             sandbox_unavailable: false,
@@ -136,7 +150,46 @@ impl ToolResultEnvelope {
         if let Some(code) = self.exit_code {
             out.push_str(&format!("[exit code {code}]\n"));
         }
+        if let Some(c) = &self.changes {
+            out.push_str(&changes_line(c));
+        }
+        if let Some(note) = &self.store_note {
+            out.push_str(&format!("[result store: {note}]\n"));
+        }
         out.push_str(&self.preview);
         out
     }
+}
+
+/// What a command changed, for the model: a few names of each kind, and whether the comparison
+/// saw everything.
+fn changes_line(c: &WorkspaceChanges) -> String {
+    const NAMED: usize = 20;
+    let list = |paths: &[String]| {
+        let mut s = paths[..paths.len().min(NAMED)].join(", ");
+        if paths.len() > NAMED {
+            s.push_str(&format!(" and {} more", paths.len() - NAMED));
+        }
+        s
+    };
+    let mut parts = Vec::new();
+    for (what, paths) in [
+        ("created", &c.created),
+        ("modified", &c.modified),
+        ("deleted", &c.deleted),
+    ] {
+        if !paths.is_empty() {
+            parts.push(format!("{what} {}", list(paths)));
+        }
+    }
+    let mut line = if parts.is_empty() {
+        "[the workspace is unchanged".to_string()
+    } else {
+        format!("[changed in the workspace: {}", parts.join("; "))
+    };
+    if let Some(why) = &c.incomplete {
+        line.push_str(&format!(" (possibly incomplete: {why})"));
+    }
+    line.push_str("]\n");
+    line
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::harness::command_policy::{
     Approver, AuthorizationResult, CommandAssessment, CommandPolicy, ExecutionProfile,
 };
-use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus, WorkspaceChanges};
 use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
@@ -20,7 +20,12 @@ use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
 use crate::tools::host_command::HostCommand;
 use crate::tools::knowledge;
 use crate::tools::result_store::ResultStore;
-use crate::tools::working_state::WorkingState;
+use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
+
+/// A command's changes read back for WorkingState: this many paths at most, files up to this
+/// size (the rest are recorded as changed, `NOT_HASHED`).
+const HASHED_PATHS: usize = 1_000;
+const HASHED_BYTES: u64 = 4 << 20;
 
 /// Session facts the host needs besides the harness objects.
 #[derive(Debug, Clone, Default)]
@@ -156,6 +161,47 @@ impl SpearHost {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .record(path, before, after);
+    }
+
+    /// Record what a command changed (from the workspace compared before and after it), with
+    /// the content each created or modified regular file has now.
+    pub fn record_command_changes(&self, changes: &WorkspaceChanges) {
+        let kinds = [
+            (Observed::Created, &changes.created),
+            (Observed::Modified, &changes.modified),
+            (Observed::Deleted, &changes.deleted),
+        ];
+        let mut hashed = 0;
+        let mut state = self.working_state.lock().unwrap_or_else(|p| p.into_inner());
+        for (kind, paths) in kinds {
+            for path in paths {
+                let after = match kind {
+                    Observed::Deleted => None,
+                    _ if hashed >= HASHED_PATHS => Some(NOT_HASHED.to_string()),
+                    _ => {
+                        hashed += 1;
+                        Some(
+                            self.hash_now(path)
+                                .unwrap_or_else(|| NOT_HASHED.to_string()),
+                        )
+                    }
+                };
+                state.record_observed(path, kind, after);
+            }
+        }
+    }
+
+    /// The content hash of a regular file of the project, if it is small enough to read.
+    fn hash_now(&self, path: &str) -> Option<String> {
+        let p = self.workspace.resolve(path, Access::Read).ok()?;
+        let file = self.workspace.open_read(&p).ok()?;
+        if file.metadata().ok()?.len() > HASHED_BYTES {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, HASHED_BYTES), &mut bytes)
+            .ok()?;
+        Some(content_hash(&bytes))
     }
 
     /// A copy of what this task has changed so far.

@@ -48,9 +48,8 @@ pub fn knowledge_files(ws: &Workspace, configured: &[String]) -> Vec<PathBuf> {
             files.push(p.relative().to_path_buf());
             continue;
         }
-        let walk = ignore::WalkBuilder::new(p.resolved())
-            .follow_links(false)
-            .build();
+        // A special ignore file in docs/ must not hang the host command either.
+        let walk = crate::tools::walk::safe_walk(p.resolved()).0.build();
         for entry in walk.flatten() {
             if entry.file_type().is_some_and(|t| t.is_file())
                 && let Ok(rel) = entry.path().strip_prefix(root)

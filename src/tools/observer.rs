@@ -87,6 +87,8 @@ impl AuditObserver {
             bytes_written: call.bytes_written,
             output_bytes: Some(env.total_bytes),
             changed_paths: Some(env.changed_paths.len() as u64),
+            changed: env.changed_paths.clone(),
+            changes_incomplete: env.changes.as_ref().is_some_and(|c| c.incomplete.is_some()),
             refusal_rule: env.refusal_rule.clone(),
             ..AuditEvent::new(self.session.clone(), call.tool, call.decision)
         }

@@ -1,32 +1,62 @@
-//! `ResultStore`: large output kept whole on disk under the state directory (never in the
-//! workspace, never whole in memory), addressed as `result://ID`, with a bounded head-and-tail
-//! preview for the model. Output is streamed to the file as it arrives; only the head, the tail
-//! and a sparse line index stay in memory. Old results are pruned oldest first to a size budget.
+//! `ResultStore`: large output kept on disk under the state directory (never in the workspace,
+//! never whole in memory), addressed as `result://ID`, with a bounded head-and-tail preview for
+//! the model. Two limits hold at every moment, not only once an output ends: one result keeps at
+//! most `per_result_bytes` (its head and its tail; the middle of a flood is dropped and the
+//! stored text says where), and all results together stay within `total_bytes`, the oldest
+//! evicted first to make room, never one of the current turn and never one still streaming.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Seek, SeekFrom};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
-use crate::tools::executor::{OutputSink, OutputStream};
-use crate::tools::lines::{self, utf8_prefix, utf8_suffix};
+use crate::tools::lines;
+pub use crate::tools::result_preview::{StoreReport, StoredOutput};
+pub use crate::tools::result_writer::ResultWriter;
 
 /// The scheme of stored results.
 pub const SCHEME: &str = "result://";
-/// Default budget for all stored results of one workspace.
-pub const DEFAULT_BUDGET_BYTES: u64 = 2 << 30;
 /// The model sees at most this many characters of one output (head and tail together).
 pub const PREVIEW_CHARS: usize = 50_000;
 /// Every this many lines the index records where a line starts, so a page is found by a seek.
-const LINE_STRIDE: u64 = 1024;
+pub(crate) const LINE_STRIDE: u64 = 1024;
+
+const MIB: u64 = 1 << 20;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How much the store may keep. The defaults, and why:
+/// - `per_result_bytes` 64 MiB: a million lines of build or test log, some 1,600 pages of
+///   `read_file` (2,000 lines a page): more than anyone reads back, and the head and the tail,
+///   where a log's cause and verdict are, are always among what is kept. A 45 s flood at disk
+///   speed (several GB) is cut to this as it streams.
+/// - `total_bytes` 1 GiB: sixteen results at the cap; results are read back within the turn
+///   that made them, or soon after, so older ones are what is evicted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoreLimits {
+    /// The most one result keeps on disk (its head and its tail, half each).
+    pub per_result_bytes: u64,
+    /// The most all results of one workspace keep together.
+    pub total_bytes: u64,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        StoreLimits {
+            per_result_bytes: 64 * MIB,
+            total_bytes: 1024 * MIB,
+        }
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -39,7 +69,10 @@ pub enum StoreError {
     },
     #[error("the result store {0} lies inside the workspace; it must live in the state directory")]
     InsideWorkspace(PathBuf),
-    #[error("no stored result `{0}` (it may have been pruned)")]
+    #[error(
+        "result://{0} is not in the result store: it was evicted to keep the store within its \
+         budget, or it never existed"
+    )]
     NotFound(String),
     #[error("`{0}` is not a result id")]
     BadId(String),
@@ -47,7 +80,10 @@ pub enum StoreError {
     BadIndex(String),
 }
 
-fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+pub(crate) fn io_err<'a>(
+    op: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> StoreError + 'a {
     move |source| StoreError::Io {
         op,
         path: path.to_path_buf(),
@@ -55,47 +91,95 @@ fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Sto
     }
 }
 
+/// What this process knows about the store's use; shared by every clone of the store.
+#[derive(Debug, Default)]
+struct Ledger {
+    /// The turn whose results are protected (as the router names it).
+    turn: Option<u64>,
+    /// Results created in that turn: never evicted.
+    this_turn: HashSet<String>,
+    /// Writers still streaming: the bytes each is granted now, and the most it may claim.
+    in_flight: HashMap<String, (u64, u64)>,
+}
+
 /// The stored results of one workspace.
 #[derive(Debug, Clone)]
 pub struct ResultStore {
     dir: PathBuf,
-    budget: u64,
+    limits: StoreLimits,
+    ledger: Arc<Mutex<Ledger>>,
 }
 
 /// What is known about a stored output; written next to it as `ID.idx`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultIndex {
+    /// The whole output as it was produced.
     pub total_bytes: u64,
     pub total_lines: u64,
-    /// Bytes kept on disk (less than `total_bytes` only if one output exceeded the budget).
+    /// The stored text: the whole output, or its head, a marker line and its tail.
     pub stored_bytes: u64,
-    /// `starts[k]` is the byte offset of line `k * LINE_STRIDE + 1`.
+    #[serde(default)]
+    pub stored_lines: u64,
+    /// Bytes of the output not kept (from its middle), and what was kept either side.
+    #[serde(default)]
+    pub dropped_bytes: u64,
+    #[serde(default)]
+    pub head_bytes: u64,
+    #[serde(default)]
+    pub tail_bytes: u64,
+    /// `starts[k]` is the byte offset in the stored text of line `k * LINE_STRIDE + 1`.
     pub starts: Vec<u64>,
 }
 
-/// A finished stored output and its bounded preview.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredOutput {
-    pub id: String,
-    pub total_bytes: u64,
-    pub total_lines: u64,
-    pub stored_bytes: u64,
-    /// What the model is shown: the whole output when it fits, else head, marker, tail.
-    pub preview: String,
-    pub shown_bytes: u64,
-    pub shown_lines: u64,
-    pub truncated: bool,
+impl ResultIndex {
+    /// Lines of the stored text (an index written before the cap existed counts the output's).
+    pub fn lines_stored(&self) -> u64 {
+        if self.stored_lines == 0 && self.stored_bytes == self.total_bytes {
+            self.total_lines
+        } else {
+            self.stored_lines
+        }
+    }
 }
 
-impl StoredOutput {
-    pub fn uri(&self) -> String {
-        format!("{SCHEME}{}", self.id)
-    }
+/// One result's files on disk.
+struct OnDisk {
+    id: String,
+    /// (milliseconds, pid, counter) from the id: creation order.
+    born: (u128, u32, u64),
+    bytes: u64,
+}
+
+/// `ID.out`, `ID.idx`, `ID.tN` (tail segments): the id and the creation order in it.
+fn parse_name(name: &str) -> Option<(String, (u128, u32, u64))> {
+    let (id, ext) = name.split_once('.')?;
+    let ext_ok = ext == "out"
+        || ext == "idx"
+        || ext
+            .strip_prefix('t')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let mut parts = id.split('-');
+    let born = (
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse().ok()?,
+    );
+    (ext_ok && parts.next().is_none()).then(|| (id.to_string(), born))
+}
+
+/// Index bytes a result of `data` bytes may need besides its data (one offset per 1,024 lines,
+/// lines of one byte at worst), so the reservation covers both.
+pub(crate) fn with_index(data: u64) -> u64 {
+    data + data / 64 + 4096
 }
 
 impl ResultStore {
     /// The store for the workspace rooted at `root`, under `state_home/spear/results/`.
-    pub fn open_in(state_home: &Path, root: &Path, budget: u64) -> Result<Self, StoreError> {
+    pub fn open_in(
+        state_home: &Path,
+        root: &Path,
+        limits: StoreLimits,
+    ) -> Result<Self, StoreError> {
         let root = root.canonicalize().map_err(io_err("canonicalize", root))?;
         let id = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
         let dir = state_home.join("spear").join("results").join(id);
@@ -108,18 +192,37 @@ impl ResultStore {
         if dir.starts_with(&root) {
             return Err(StoreError::InsideWorkspace(dir));
         }
-        Ok(ResultStore { dir, budget })
+        Ok(ResultStore {
+            dir,
+            limits,
+            ledger: Arc::default(),
+        })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    pub fn budget(&self) -> u64 {
-        self.budget
+    pub fn limits(&self) -> StoreLimits {
+        self.limits
     }
 
-    /// A writer for a new result.
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Start protecting the results of turn `turn` (the router calls this with every call; a
+    /// new turn number ends the protection of the previous turn's results).
+    pub fn begin_turn(&self, turn: u64) {
+        let mut l = self.ledger();
+        if l.turn != Some(turn) {
+            l.turn = Some(turn);
+            l.this_turn.clear();
+        }
+    }
+
+    /// A writer for a new result. Its cap is the per-result cap, or less when the results that
+    /// may not be evicted (this turn's, and those still streaming) leave less of the budget.
     pub fn create(&self) -> Result<ResultWriter, StoreError> {
         let since = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -131,13 +234,107 @@ impl ResultStore {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
         let path = self.dir.join(format!("{id}.out"));
-        let file = OpenOptions::new()
+        let file = self.create_file(&path)?;
+        let cap = {
+            let mut l = self.ledger();
+            let kept = self
+                .scan()?
+                .into_iter()
+                .filter(|r| l.this_turn.contains(&r.id));
+            let kept: u64 = kept.map(|r| r.bytes).sum::<u64>()
+                + l.in_flight.values().map(|(_, most)| most).sum::<u64>();
+            // Room for the data and its index (`with_index`), or none at all.
+            let room = self.limits.total_bytes.saturating_sub(kept);
+            let cap = self
+                .limits
+                .per_result_bytes
+                .min(room.saturating_sub(4096) / 65 * 64);
+            l.this_turn.insert(id.clone());
+            l.in_flight.insert(id.clone(), (0, with_index(cap)));
+            cap
+        };
+        Ok(ResultWriter::new(self.clone(), id, path, file, cap))
+    }
+
+    /// A new file of the store, private to the user.
+    pub(crate) fn create_file(&self, path: &Path) -> Result<File, StoreError> {
+        OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(&path)
-            .map_err(io_err("create", &path))?;
-        Ok(ResultWriter::new(self.clone(), id, path, file))
+            .open(path)
+            .map_err(io_err("create", path))
+    }
+
+    /// Let the writer `id` use `want` more bytes of disk (up to its reservation), evicting the
+    /// oldest results that may be evicted. Returns the bytes granted (less than `want` only when
+    /// another process filled the store meanwhile) and what was evicted.
+    pub(crate) fn grow(&self, id: &str, want: u64) -> Result<(u64, u64, u64), StoreError> {
+        let mut l = self.ledger();
+        let (granted, most) = l.in_flight.get(id).copied().unwrap_or((0, 0));
+        let want = want.min(most.saturating_sub(granted));
+        let mut results = self.scan()?;
+        results.sort_by_key(|r| r.born);
+        let mut used: u64 = results
+            .iter()
+            .filter(|r| !l.in_flight.contains_key(&r.id))
+            .map(|r| r.bytes)
+            .sum::<u64>()
+            + l.in_flight.values().map(|(g, _)| g).sum::<u64>();
+        let (mut evicted, mut evicted_bytes) = (0, 0);
+        for r in &results {
+            if used + want <= self.limits.total_bytes {
+                break;
+            }
+            if l.this_turn.contains(&r.id) || l.in_flight.contains_key(&r.id) || self.busy(&r.id) {
+                continue;
+            }
+            self.discard(&r.id)?;
+            used = used.saturating_sub(r.bytes);
+            evicted += 1;
+            evicted_bytes += r.bytes;
+        }
+        let grant = want.min(self.limits.total_bytes.saturating_sub(used));
+        if let Some(entry) = l.in_flight.get_mut(id) {
+            entry.0 += grant;
+        }
+        Ok((grant, evicted, evicted_bytes))
+    }
+
+    /// The writer `id` is done (finished or abandoned): its reservation ends.
+    pub(crate) fn release(&self, id: &str) {
+        self.ledger().in_flight.remove(id);
+    }
+
+    /// Another process is still writing `id` (it holds a shared lock on the output file).
+    fn busy(&self, id: &str) -> bool {
+        let Ok(f) = File::open(self.dir.join(format!("{id}.out"))) else {
+            return false;
+        };
+        matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock))
+    }
+
+    /// Every result on disk with its size.
+    fn scan(&self) -> Result<Vec<OnDisk>, StoreError> {
+        let entries = fs::read_dir(&self.dir).map_err(io_err("list", &self.dir))?;
+        let mut by_id: HashMap<String, OnDisk> = HashMap::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some((id, born)) = parse_name(&name) else {
+                continue;
+            };
+            let bytes = entry.metadata().map_or(0, |m| m.len());
+            by_id
+                .entry(id.clone())
+                .or_insert(OnDisk { id, born, bytes: 0 })
+                .bytes += bytes;
+        }
+        Ok(by_id.into_values().collect())
+    }
+
+    /// Bytes all results keep on disk now.
+    pub fn used_bytes(&self) -> Result<u64, StoreError> {
+        Ok(self.scan()?.iter().map(|r| r.bytes).sum())
     }
 
     /// Store an output that is already in memory (a tool's own bounded text).
@@ -169,7 +366,8 @@ impl ResultStore {
         serde_json::from_slice(&raw).map_err(|_| StoreError::BadIndex(id.to_string()))
     }
 
-    /// A reader positioned at the start of line `line` (1-based), and the index.
+    /// A reader positioned at the start of line `line` (1-based) of the stored text, and the
+    /// index.
     pub fn open_at_line(
         &self,
         id: &str,
@@ -192,50 +390,22 @@ impl ResultStore {
         Ok((reader, index))
     }
 
-    /// Forget a result that turned out small enough to show whole.
+    /// Forget a result (one shown whole needs no copy; an evicted one makes room).
     pub fn discard(&self, id: &str) -> Result<(), StoreError> {
         let id = self.check_id(id)?;
-        for ext in ["out", "idx"] {
-            let p = self.dir.join(format!("{id}.{ext}"));
-            match fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io_err("remove", &p)(e)),
+        let entries = fs::read_dir(&self.dir).map_err(io_err("list", &self.dir))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if parse_name(&name).is_some_and(|(of, _)| of == id) {
+                let p = entry.path();
+                match fs::remove_file(&p) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_err("remove", &p)(e)),
+                }
             }
         }
         Ok(())
-    }
-
-    /// Remove the oldest results until the store fits its budget; `keep` is never removed.
-    pub fn prune(&self, keep: &str) -> Result<u64, StoreError> {
-        let entries = fs::read_dir(&self.dir).map_err(io_err("list", &self.dir))?;
-        let mut outs: Vec<(SystemTime, String, u64)> = Vec::new();
-        let mut total = 0u64;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(meta) = entry.metadata() else { continue };
-            total += meta.len();
-            if let Some(id) = name.strip_suffix(".out") {
-                let idx = meta.len()
-                    + fs::metadata(self.dir.join(format!("{id}.idx"))).map_or(0, |m| m.len());
-                let when = meta.modified().unwrap_or(UNIX_EPOCH);
-                outs.push((when, id.to_string(), idx));
-            }
-        }
-        outs.sort();
-        let mut removed = 0;
-        for (_, id, size) in outs {
-            if total <= self.budget {
-                break;
-            }
-            if id == keep {
-                continue;
-            }
-            self.discard(&id)?;
-            total = total.saturating_sub(size);
-            removed += 1;
-        }
-        Ok(removed)
     }
 }
 
@@ -243,168 +413,41 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Streams one output to disk, keeping only its head, its tail and a sparse line index.
-pub struct ResultWriter {
-    store: ResultStore,
-    id: String,
-    path: PathBuf,
-    file: BufWriter<File>,
-    head: Vec<u8>,
-    /// The last bytes after the head; kept between `half` and `2 * half` bytes long.
-    tail: Vec<u8>,
-    half: usize,
-    total: u64,
-    newlines: u64,
-    last: u8,
-    starts: Vec<u64>,
-    stored: u64,
-    error: Option<io::Error>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl ResultWriter {
-    fn new(store: ResultStore, id: String, path: PathBuf, file: File) -> Self {
-        ResultWriter {
-            store,
-            id,
-            path,
-            file: BufWriter::with_capacity(256 * 1024, file),
-            head: Vec::new(),
-            tail: Vec::new(),
-            half: PREVIEW_CHARS / 2,
-            total: 0,
-            newlines: 0,
-            last: b'\n',
-            starts: vec![0],
-            stored: 0,
-            error: None,
-        }
-    }
-
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    /// Take one chunk. I/O errors are remembered and reported by `finish`; counting goes on, so
-    /// the envelope still says how large the output was.
-    pub fn push(&mut self, chunk: &[u8]) {
-        if chunk.is_empty() {
-            return;
-        }
-        for pos in memchr::memchr_iter(b'\n', chunk) {
-            self.newlines += 1;
-            if self.newlines.is_multiple_of(LINE_STRIDE) {
-                self.starts.push(self.total + pos as u64 + 1);
+    #[test]
+    fn limits_default_and_read_from_a_config_table() {
+        let d = StoreLimits::default();
+        assert_eq!((d.per_result_bytes, d.total_bytes), (64 << 20, 1 << 30));
+        let partial: StoreLimits = toml::from_str("per_result_bytes = 1000").unwrap();
+        assert_eq!(
+            partial,
+            StoreLimits {
+                per_result_bytes: 1000,
+                ..StoreLimits::default()
             }
-        }
-        let room = self.store.budget.saturating_sub(self.stored) as usize;
-        let keep = &chunk[..chunk.len().min(room)];
-        if self.error.is_none() && !keep.is_empty() {
-            match self.file.write_all(keep) {
-                Ok(()) => self.stored += keep.len() as u64,
-                Err(e) => self.error = Some(e),
-            }
-        }
-        let mut rest = chunk;
-        if self.head.len() < self.half {
-            let take = rest.len().min(self.half - self.head.len());
-            self.head.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-        }
-        if rest.len() >= self.half {
-            self.tail.clear();
-            self.tail.extend_from_slice(&rest[rest.len() - self.half..]);
-        } else {
-            self.tail.extend_from_slice(rest);
-            if self.tail.len() > 2 * self.half {
-                let cut = self.tail.len() - self.half;
-                self.tail.drain(..cut);
-            }
-        }
-        self.total += chunk.len() as u64;
-        self.last = chunk[chunk.len() - 1];
+        );
     }
 
-    /// Flush, write the index, prune the store, and build the preview.
-    pub fn finish(mut self) -> Result<StoredOutput, StoreError> {
-        if let Some(e) = self.error.take() {
-            return Err(io_err("write", &self.path)(e));
-        }
-        self.file.flush().map_err(io_err("write", &self.path))?;
-        let total_lines = self.newlines + u64::from(self.total > 0 && self.last != b'\n');
-        let index = ResultIndex {
-            total_bytes: self.total,
-            total_lines,
-            stored_bytes: self.stored,
-            starts: std::mem::take(&mut self.starts),
-        };
-        let idx_path = self.store.dir.join(format!("{}.idx", self.id));
-        let encoded = serde_json::to_vec(&index).map_err(|e| StoreError::Io {
-            op: "encode",
-            path: idx_path.clone(),
-            source: io::Error::other(e),
-        })?;
-        fs::write(&idx_path, encoded).map_err(io_err("write", &idx_path))?;
-        self.store.prune(&self.id)?;
-        Ok(self.preview(&index))
-    }
-
-    fn preview(&self, index: &ResultIndex) -> StoredOutput {
-        let tail_len = self.tail.len().min(self.half);
-        let tail = &self.tail[self.tail.len() - tail_len..];
-        let shown_total = (self.head.len() + tail_len) as u64;
-        let truncated = self.total > shown_total;
-        let (preview, shown_bytes, shown_lines) = if !truncated {
-            let mut all = self.head.clone();
-            all.extend_from_slice(tail);
-            let n = memchr::memchr_iter(b'\n', &all).count() as u64;
-            (
-                String::from_utf8_lossy(&all).into_owned(),
-                all.len() as u64,
-                n.max(index.total_lines.min(1)),
-            )
-        } else {
-            let head = utf8_prefix(&self.head);
-            let tail = utf8_suffix(tail);
-            let shown = (head.len() + tail.len()) as u64;
-            let head_lines = memchr::memchr_iter(b'\n', head).count() as u64;
-            let tail_lines = memchr::memchr_iter(b'\n', tail).count() as u64 + 1;
-            let marker = format!(
-                "\n[… {} bytes ({} lines) cut here; the whole output ({} bytes, {} lines) is \
-                 stored as {SCHEME}{id}: read it with read_file {{\"path\": \"{SCHEME}{id}\", \
-                 \"offset\": LINE, \"limit\": N}} …]\n",
-                self.total - shown,
-                index.total_lines.saturating_sub(head_lines + tail_lines),
-                self.total,
-                index.total_lines,
-                id = self.id
-            );
-            let text = format!(
-                "{}{marker}{}",
-                String::from_utf8_lossy(head),
-                String::from_utf8_lossy(tail)
-            );
-            (text, shown, head_lines + tail_lines)
-        };
-        StoredOutput {
-            id: self.id.clone(),
-            total_bytes: index.total_bytes,
-            total_lines: index.total_lines,
-            stored_bytes: index.stored_bytes,
-            preview,
-            shown_bytes,
-            shown_lines,
-            truncated,
-        }
-    }
-}
-
-impl OutputSink for ResultWriter {
-    fn write(&mut self, _stream: OutputStream, chunk: &[u8]) -> io::Result<()> {
-        // Both streams go to one file in arrival order, as a terminal would show them.
-        self.push(chunk);
-        match &self.error {
-            Some(e) => Err(io::Error::new(e.kind(), e.to_string())),
-            None => Ok(()),
+    #[test]
+    fn only_the_store_own_names_are_read_as_results() {
+        assert_eq!(
+            parse_name("1700000000000-42-7.out"),
+            Some(("1700000000000-42-7".into(), (1_700_000_000_000, 42, 7)))
+        );
+        assert!(parse_name("1-2-3.idx").is_some());
+        assert!(parse_name("1-2-3.t12").is_some());
+        for other in [
+            "notes.txt",
+            "1-2.out",
+            "1-2-3-4.out",
+            "1-2-3.t",
+            "1-2-3.tx",
+            "a-2-3.out",
+        ] {
+            assert_eq!(parse_name(other), None, "{other}");
         }
     }
 }

@@ -112,6 +112,8 @@ impl ToolRouter {
         turn: &mut Turn,
         call: &ToolCall,
     ) -> Result<ToolResultEnvelope, RouterError> {
+        // Results this turn makes are never evicted to make room for later ones.
+        self.host.results().begin_turn(turn.id());
         if let Some(answer) = turn.stopped() {
             let mut env = ToolResultEnvelope::build(
                 &call.id,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::harness::command_policy::Approver;
 use crate::harness::primitives::ExecutionMode;
@@ -59,8 +60,12 @@ pub struct RefusalKey {
     pub rule: String,
 }
 
+/// Numbers turns, so the ResultStore can tell this turn's results from older ones.
+static TURNS: AtomicU64 = AtomicU64::new(1);
+
 /// One turn's state.
 pub struct Turn {
+    id: u64,
     pub mode: ExecutionMode,
     pub view: ToolView,
     pub approver: Arc<dyn Approver + Send + Sync>,
@@ -76,6 +81,7 @@ impl Turn {
         approver: Arc<dyn Approver + Send + Sync>,
     ) -> Self {
         Turn {
+            id: TURNS.fetch_add(1, Ordering::Relaxed),
             mode,
             view,
             approver,
@@ -83,6 +89,11 @@ impl Turn {
             sandbox_down: None,
             stopped: None,
         }
+    }
+
+    /// This turn's number, unique within the process.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Count one more refusal of `key`; returns the count so far.

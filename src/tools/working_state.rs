@@ -1,7 +1,9 @@
 //! `WorkingState`: what this task changed, grounded in the files themselves. Each mutation a tool
 //! really made records the path with the SHA-256 of its content before (the first time the task
 //! touched it) and after (the latest), so the agent and the TUI can say what changed, and a file
-//! changed and changed back is known to be unchanged.
+//! changed and changed back is known to be unchanged. A terminal command's changes are recorded
+//! too, from the workspace compared before and after it: their content before is not known
+//! (`NOT_HASHED`), so such a path counts as changed until a tool sees it back as it began.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +16,18 @@ pub fn content_hash(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// Stands for content that existed but was not hashed: before a command changed it, or a
+/// directory, a special file, or a file too large to read back.
+pub const NOT_HASHED: &str = "not-hashed";
+
+/// A change a command made, as the before/after comparison saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observed {
+    Created,
+    Modified,
+    Deleted,
 }
 
 /// One path's change over the task. `None` means the file did not exist.
@@ -56,6 +70,15 @@ impl WorkingState {
         entry.mutations += 1;
     }
 
+    /// A change a command made to `path`; `after` is its content hash now (`None` if deleted).
+    pub fn record_observed(&mut self, path: &str, kind: Observed, after: Option<String>) {
+        let before = match kind {
+            Observed::Created => None,
+            Observed::Modified | Observed::Deleted => Some(NOT_HASHED.to_string()),
+        };
+        self.record(path, before, after);
+    }
+
     pub fn get(&self, path: &str) -> Option<&PathChange> {
         self.changes.get(path)
     }
@@ -90,5 +113,21 @@ mod tests {
         assert_eq!((x.mutations, x.is_net_change()), (2, false));
         assert_eq!(ws.changed_paths(), vec!["gone", "new"]);
         assert_eq!(a.len(), 64);
+    }
+
+    #[test]
+    fn a_command_change_keeps_what_a_tool_saw_first() {
+        let mut ws = WorkingState::new();
+        let (a, b) = (content_hash(b"a"), content_hash(b"b"));
+        ws.record("x", Some(a.clone()), Some(b.clone()));
+        // A command then restores it: the task's net change is none.
+        ws.record_observed("x", Observed::Modified, Some(a.clone()));
+        ws.record_observed("made", Observed::Created, Some(b.clone()));
+        ws.record_observed("gone", Observed::Deleted, None);
+        ws.record_observed("edited", Observed::Modified, Some(b));
+        assert!(!ws.get("x").unwrap().is_net_change());
+        assert_eq!(ws.get("made").unwrap().before, None);
+        assert_eq!(ws.get("gone").unwrap().before.as_deref(), Some(NOT_HASHED));
+        assert_eq!(ws.changed_paths(), vec!["edited", "gone", "made"]);
     }
 }

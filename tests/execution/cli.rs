@@ -2,20 +2,10 @@
 
 use assert_cmd::Command;
 
-use crate::support::{require_bwrap, state_dir, workspace};
-
-/// The spear binary: Cargo's, or a copy named by `SPEAR_BIN` (scripts/test-unprivileged).
-fn spear_bin() -> std::path::PathBuf {
-    std::env::var_os("SPEAR_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_spear").into())
-}
+use crate::support::{spear_bin, spear_in, state_dir, workspace};
 
 pub(crate) fn spear(dir: &std::path::Path) -> Command {
-    require_bwrap();
-    let mut c = Command::new(spear_bin());
-    c.current_dir(dir).env("XDG_STATE_HOME", state_dir(dir));
-    c
+    spear_in(dir)
 }
 
 /// The audit records `spear exec` left for the workspace, as JSON values.

@@ -30,6 +30,21 @@ pub fn require_slirp() {
     );
 }
 
+/// The spear binary: Cargo's, or a copy named by `SPEAR_BIN` (scripts/test-unprivileged).
+pub fn spear_bin() -> PathBuf {
+    std::env::var_os("SPEAR_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_spear").into())
+}
+
+/// `spear` run in the workspace `ws`, with its state directory beside it.
+pub fn spear_in(ws: &Path) -> assert_cmd::Command {
+    require_bwrap();
+    let mut c = assert_cmd::Command::new(spear_bin());
+    c.current_dir(ws).env("XDG_STATE_HOME", state_dir(ws));
+    c
+}
+
 /// A fresh workspace directory (canonical).
 pub fn workspace() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::Builder::new()

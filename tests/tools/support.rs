@@ -24,7 +24,7 @@ use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{DEFAULT_BUDGET_BYTES, ResultStore};
+use spear::tools::result_store::{ResultStore, StoreLimits};
 use spear::tools::router::{ToolCall, ToolRouter};
 use spear::tools::turn::Turn;
 
@@ -64,14 +64,14 @@ impl Fixture {
     }
 
     pub fn host(&self, executor: Box<dyn CommandExecutor>, config: HostConfig) -> SpearHost {
-        self.host_with_budget(executor, config, DEFAULT_BUDGET_BYTES)
+        self.host_with_limits(executor, config, StoreLimits::default())
     }
 
-    pub fn host_with_budget(
+    pub fn host_with_limits(
         &self,
         executor: Box<dyn CommandExecutor>,
         config: HostConfig,
-        budget: u64,
+        limits: StoreLimits,
     ) -> SpearHost {
         SpearHost::new(
             Workspace::new(&self.project).unwrap(),
@@ -81,7 +81,7 @@ impl Fixture {
                 ..PolicyConfig::default()
             }),
             executor,
-            ResultStore::open_in(&self.state, &self.project, budget).unwrap(),
+            ResultStore::open_in(&self.state, &self.project, limits).unwrap(),
             config,
         )
     }

@@ -5,12 +5,13 @@
 //! incomplete by a killed writer is set aside (and recorded) by the next writer.
 
 mod chain;
+pub mod display;
 pub mod reader;
 mod record;
 pub mod redact;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
-pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision};
+pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED};
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

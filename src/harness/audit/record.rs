@@ -71,6 +71,11 @@ pub struct AuditEvent {
     /// Size of the output the call produced (its content is never recorded).
     pub output_bytes: Option<u64>,
     pub changed_paths: Option<u64>,
+    /// The changed paths themselves, workspace-relative (the record lists the first
+    /// `MAX_CHANGED_LISTED`; `changed_paths` counts them all).
+    pub changed: Vec<String>,
+    /// The comparison that found them could not see the whole workspace.
+    pub changes_incomplete: bool,
     /// The refusal kind or rule (`symlink_escape`, `third_party`, ...).
     pub refusal_rule: Option<String>,
 }
@@ -90,6 +95,8 @@ impl AuditEvent {
             bytes_written: None,
             output_bytes: None,
             changed_paths: None,
+            changed: Vec::new(),
+            changes_incomplete: false,
             refusal_rule: None,
         }
     }
@@ -124,6 +131,10 @@ pub struct AuditRecord {
     pub output_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_paths: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub changes_incomplete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal_rule: Option<String>,
     /// Hash of the previous record (64 zeros for the first).
@@ -131,6 +142,10 @@ pub struct AuditRecord {
 }
 
 pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// Changed paths one record lists at most: the log is metadata, and a command that touched a
+/// million files must not make a line of a hundred megabytes.
+pub const MAX_CHANGED_LISTED: usize = 200;
 
 impl AuditRecord {
     /// The record for `event`, redacted, not yet chained (`seq` and `prev` are set on append).
@@ -162,6 +177,13 @@ impl AuditRecord {
             bytes_written: event.bytes_written,
             output_bytes: event.output_bytes,
             changed_paths: event.changed_paths,
+            changed: event
+                .changed
+                .iter()
+                .take(MAX_CHANGED_LISTED)
+                .map(|p| redact_text(p).into_owned())
+                .collect(),
+            changes_incomplete: event.changes_incomplete,
             refusal_rule: event.refusal_rule.clone(),
             prev: String::new(),
         }

@@ -2,7 +2,10 @@
 //! `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS` where the kernel has it, otherwise a walk that opens
 //! one component at a time with `O_NOFOLLOW`. Either way a link swapped in after `resolve` cannot
 //! carry a read or a write outside the root. Writes are atomic: temporary file in the same
-//! directory, fsync, rename, fsync of the directory, the original mode kept.
+//! directory, fsync, rename, fsync of the directory, the original mode kept. Only regular files
+//! are ever opened for reading or replaced: a FIFO, socket or device is refused by its type,
+//! found with `fstat` on a handle that opened nothing (`O_PATH`), so it can neither hang a read
+//! nor wake a driver.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -37,8 +40,13 @@ pub enum FsError {
     Escaped(PathBuf),
     #[error("`{0}` does not exist")]
     NotFound(PathBuf),
+    #[error("`{0}` was replaced while it was being opened; nothing was read")]
+    Changed(PathBuf),
     #[error("`{0}` is not a regular file")]
     NotAFile(PathBuf),
+    /// A FIFO, socket, device (or a directory where a file was meant): never opened for data.
+    #[error("`{path}` is {kind}, not a regular file; Spear reads and writes regular files only")]
+    NotRegular { path: PathBuf, kind: &'static str },
     #[error("`{0}` does not belong to this workspace")]
     ForeignPath(PathBuf),
     #[error("{op} `{path}`: {source}")]
@@ -56,6 +64,20 @@ pub struct WriteOutcome {
     pub bytes: u64,
     /// The file did not exist before.
     pub created: bool,
+}
+
+/// What a file type is, in words, for a refusal ("`x` is a FIFO (named pipe), ...").
+pub fn describe_file_type(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO (named pipe)",
+        FileType::Socket => "a Unix domain socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Unknown => "a file of unknown type",
+    }
 }
 
 /// A handle on a directory, usable as the base of `*at` calls.
@@ -186,17 +208,51 @@ impl Workspace {
         }
     }
 
-    /// Open an accepted path for reading.
+    /// Open an accepted path for reading. Only a regular file is opened: the path is first
+    /// pinned with `O_PATH` (which opens nothing) and its type read with `fstat`; anything else
+    /// is `NotRegular`. The real open then carries `O_NONBLOCK | O_NOCTTY` and is checked to be
+    /// the same inode, so a FIFO swapped in between cannot block and a device is never opened.
     pub fn open_read(&self, p: &WorkspacePath) -> Result<File, FsError> {
-        let fd = open_beneath(
+        let root = self.root_dir(p)?;
+        let pinned = open_beneath(
             self.strategy,
-            self.root_dir(p)?,
+            root,
             &p.relative,
-            OFlags::RDONLY,
+            OFlags::PATH,
             Mode::empty(),
         )
         .map_err(|e| self.map_errno("open", p, e))?;
+        let before = self.regular_file(p, &pinned)?;
+        let fd = open_beneath(
+            self.strategy,
+            root,
+            &p.relative,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|e| self.map_errno("open", p, e))?;
+        let after = self.regular_file(p, &fd)?;
+        if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino) {
+            return Err(FsError::Changed(p.written.clone()));
+        }
+        // O_NONBLOCK means nothing for a regular file's reads; clear it all the same, so the
+        // handle behaves as an ordinary one wherever it is passed.
+        rustix::fs::fcntl_setfl(&fd, OFlags::empty()).map_err(|e| self.map_errno("open", p, e))?;
         Ok(File::from(fd))
+    }
+
+    /// The `fstat` of `fd`, if it is a regular file.
+    fn regular_file(&self, p: &WorkspacePath, fd: &OwnedFd) -> Result<rustix::fs::Stat, FsError> {
+        let st = rustix::fs::fstat(fd).map_err(|e| self.map_errno("stat", p, e))?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => Ok(st),
+            // `resolve` followed every link, so a link met here was swapped in since.
+            FileType::Symlink => Err(FsError::Escaped(p.written.clone())),
+            other => Err(FsError::NotRegular {
+                path: p.written.clone(),
+                kind: describe_file_type(other),
+            }),
+        }
     }
 
     /// Read a whole file.
@@ -272,7 +328,12 @@ impl Workspace {
                 FileType::RegularFile => Some(Mode::from_raw_mode(st.st_mode & 0o7777)),
                 // `resolve` followed every link, so a link here was swapped in since.
                 FileType::Symlink => return Err(FsError::Escaped(p.written.clone())),
-                _ => return Err(FsError::NotAFile(p.written.clone())),
+                other => {
+                    return Err(FsError::NotRegular {
+                        path: p.written.clone(),
+                        kind: describe_file_type(other),
+                    });
+                }
             },
             Err(Errno::NOENT) => None,
             Err(e) => return Err(self.map_errno("stat", p, e)),

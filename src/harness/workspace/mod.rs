@@ -7,9 +7,11 @@
 mod fs_ops;
 mod refusal;
 mod resolve;
+pub mod snapshot;
 
 pub use fs_ops::{FsError, OpenStrategy, WriteOutcome};
 pub use refusal::{PathRefusal, PathRefusalKind};
+pub use snapshot::WorkspaceSnapshot;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

@@ -232,8 +232,15 @@ impl Action for ReadResult {
         match read_window(&mut r, w) {
             Ok(shown) => {
                 let mut out = shown.text.clone();
-                out.push_str(&footer(w, &shown, Some(index.total_lines), &uri));
-                if index.stored_bytes < index.total_bytes {
+                out.push_str(&footer(w, &shown, Some(index.lines_stored()), &uri));
+                if index.dropped_bytes > 0 {
+                    out.push_str(&format!(
+                        "[the output was {} bytes: only its first {} and last {} bytes were kept \
+                         ({} dropped from the middle, at the marker line), as one stored result \
+                         may keep no more]\n",
+                        index.total_bytes, index.head_bytes, index.tail_bytes, index.dropped_bytes
+                    ));
+                } else if index.stored_bytes < index.total_bytes {
                     out.push_str(&format!(
                         "[only the first {} of {} bytes were kept: the output exceeded the store's budget]\n",
                         index.stored_bytes, index.total_bytes

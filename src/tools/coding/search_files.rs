@@ -1,15 +1,15 @@
 //! `search_files {pattern, path?, glob?, regex?, max_results?}`: in-process, `.gitignore`-aware
 //! search with ripgrep's libraries (`ignore` walks, `grep-searcher` searches). The directory must
 //! lie inside the workspace (the router's Search gate), every file is opened through the
-//! Workspace, links are not followed, binary files are skipped, and results are bounded with a
-//! count of what was left out.
+//! Workspace, links are not followed, binary files are skipped, FIFOs, sockets and devices are
+//! skipped and counted (never opened), and results are bounded with a count of what was left
+//! out.
 
 use std::path::Path;
 
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use serde_json::{Value, json};
 
@@ -20,6 +20,7 @@ use crate::tools::handler::{
     invalid_arguments,
 };
 use crate::tools::host::SpearHost;
+use crate::tools::walk::{safe_walk, special_kind};
 
 pub const DEFAULT_MAX_RESULTS: u64 = 100;
 pub const MAX_RESULTS: u64 = 1_000;
@@ -104,8 +105,7 @@ impl Action for Search {
 impl Search {
     fn search(&self, host: &SpearHost, dir: &WorkspacePath) -> Result<ToolResult, ignore::Error> {
         let root = host.project_root();
-        let mut walk = WalkBuilder::new(dir.resolved());
-        walk.follow_links(false).require_git(false);
+        let (mut walk, notes) = safe_walk(dir.resolved());
         if let Some(g) = &self.glob {
             walk.overrides(OverrideBuilder::new(dir.resolved()).add(g)?.build()?);
         }
@@ -114,9 +114,18 @@ impl Search {
             .binary_detection(BinaryDetection::quit(b'\x00'))
             .build();
         let (mut shown, mut total, mut files) = (Vec::new(), 0u64, 0u64);
+        let mut special: Vec<String> = Vec::new();
         for entry in walk.build() {
             let entry = entry?;
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            let Some(kind) = entry.file_type() else {
+                continue;
+            };
+            if let Some(what) = special_kind(kind) {
+                let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                special.push(format!("`{}` ({what})", rel.display()));
+                continue;
+            }
+            if !kind.is_file() {
                 continue;
             }
             let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
@@ -153,6 +162,22 @@ impl Search {
             ));
         } else {
             out.push_str(&format!("[{total} matches in {files} files]\n"));
+        }
+        if !special.is_empty() {
+            const NAMED: usize = 10;
+            let more = special.len().saturating_sub(NAMED);
+            let mut names = special[..special.len().min(NAMED)].join(", ");
+            if more > 0 {
+                names.push_str(&format!(" and {more} more"));
+            }
+            out.push_str(&format!(
+                "[skipped {} special files (FIFOs, sockets, devices are never opened): {names}]\n",
+                special.len()
+            ));
+        }
+        for line in notes.lines(root) {
+            out.push_str(&line);
+            out.push('\n');
         }
         Ok(ToolResult::ok(out))
     }

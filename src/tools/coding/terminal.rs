@@ -121,6 +121,10 @@ impl Action for RunCommand {
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
         };
         let outcome = host.run_command(&self.command, ctx.profile, self.timeout, &mut sink);
+        // Grounded mutations: what the command really changed goes into WorkingState.
+        if let Some(changes) = &outcome.result.changes {
+            host.record_command_changes(changes);
+        }
         let id = sink.id().to_string();
         let stored = match sink.finish() {
             Ok(s) => s,
@@ -137,15 +141,14 @@ impl Action for RunCommand {
                 };
             }
         };
-        // Output shown whole needs no stored copy; only what was cut stays addressable.
-        let stored = if stored.truncated {
-            Some(stored)
-        } else {
+        // Output shown whole needs no stored copy; only what was cut stays addressable. What
+        // the store's limits did is still said (older results may have been evicted for it).
+        if !stored.truncated {
             let _ = host.results().discard(&id);
-            None
-        };
+        }
+        let stored = (stored.truncated || stored.report.hit()).then_some(stored);
         let mut result = outcome.result;
-        if let Some(s) = &stored {
+        if let Some(s) = stored.as_ref().filter(|s| s.truncated) {
             // The executor's own head/tail are superseded by the stored preview and its marker.
             result.stdout = s.preview.clone();
             result.stderr.clear();

@@ -1,6 +1,7 @@
 //! `write_file {path, content}` and `delete_file {path}`: whole-file mutations through the
-//! Workspace (atomic write, parents created beneath the root only; delete of a file, never a
-//! directory). Both are gated by the target policy and authorized as WORKSPACE_MUTATING.
+//! Workspace (atomic write, parents created beneath the root only; delete of a regular file,
+//! never a directory, FIFO, socket or device). Both are gated by the target policy and
+//! authorized as WORKSPACE_MUTATING.
 
 use serde_json::{Value, json};
 
@@ -39,11 +40,17 @@ pub fn reported(p: &WorkspacePath) -> String {
     p.relative().display().to_string()
 }
 
+/// A file operation's error as a result. A FIFO, socket or device is refused as
+/// `invalid_path`: the path is one no file tool may use, and saying so ends the matter.
 pub fn fs_failure(e: FsError) -> ToolResult {
     match e {
         FsError::NotFound(p) => ToolResult::refused(
             ToolStatus::NotFound,
             format!("`{}` does not exist", p.display()),
+        ),
+        e @ FsError::NotRegular { .. } => ToolResult::refused(
+            ToolStatus::InvalidPath,
+            format!("{e}; inspect it with `ls -l` or `stat` in the terminal"),
         ),
         other => ToolResult::failed(other.to_string()),
     }

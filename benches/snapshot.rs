@@ -1,0 +1,39 @@
+//! The cost `changed_paths` adds to a writable command: a snapshot of a workspace of 10,000
+//! files (100 directories of 100), and the whole before/after comparison (two walks and the
+//! diff). A read-only command pays nothing: no snapshot is taken.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use spear::harness::workspace::WorkspaceSnapshot;
+use spear::harness::workspace::snapshot::DEFAULT_MAX_ENTRIES;
+
+fn bench(c: &mut Criterion) {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let root = dir.path().join("project");
+    for d in 0..100 {
+        let sub = root.join(format!("src/m{d:03}"));
+        if std::fs::create_dir_all(&sub).is_err() {
+            return;
+        }
+        for f in 0..100 {
+            if std::fs::write(sub.join(format!("f{f:03}.rs")), "fn main() {}\n").is_err() {
+                return;
+            }
+        }
+    }
+    let mut g = c.benchmark_group("snapshot");
+    g.sample_size(20);
+    g.bench_function("take 10k files", |b| {
+        b.iter(|| WorkspaceSnapshot::take(&root, &[], DEFAULT_MAX_ENTRIES).len())
+    });
+    g.bench_function("before+after+diff 10k files", |b| {
+        b.iter(|| {
+            let before = WorkspaceSnapshot::take(&root, &[], DEFAULT_MAX_ENTRIES);
+            let after = WorkspaceSnapshot::take_after(&root, &before, &[], DEFAULT_MAX_ENTRIES);
+            WorkspaceSnapshot::changes(&before, &after).all().len()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
