@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::netns::{self, IpPrefix};
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::harness::process::{OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
+use crate::harness::process::{CancelToken, OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
@@ -77,6 +77,10 @@ pub struct RunRequest {
     pub profile: ExecutionProfile,
     /// Replaces the runner's default for this call only.
     pub timeout: Option<Duration>,
+}
+
+fn cancelled_before_start() -> ToolResult {
+    ToolResult::cancelled("the task was cancelled before the command started; nothing ran")
 }
 
 /// A mechanism a test may declare unavailable, to prove nothing is spawned without it.
@@ -281,11 +285,27 @@ impl CommandRunner {
                 .is_active()
                 .then(|| (self.scope.clone(), self.config.cgroup_limits.clone())),
             netns: None,
+            cancel: None,
         }
     }
 
     /// Run one command confined, streaming its output to `sink`.
     pub async fn run(&self, req: &RunRequest, sink: &mut dyn OutputSink) -> ToolResult {
+        self.run_cancellable(req, sink, None).await
+    }
+
+    /// `run`, stopped when `cancel` is cancelled: nothing starts after the cancel, and a command
+    /// already running is ended as a timeout ends it (the whole sandbox killed through its
+    /// pidfds, its death confirmed), reported `cancelled`.
+    pub async fn run_cancellable(
+        &self,
+        req: &RunRequest,
+        sink: &mut dyn OutputSink,
+        cancel: Option<&CancelToken>,
+    ) -> ToolResult {
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            return cancelled_before_start();
+        }
         if let Err(why) = self.check_mechanisms(&req.profile) {
             return ToolResult::failed(why);
         }
@@ -325,7 +345,14 @@ impl CommandRunner {
             .workspace_write
             .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
         let timeout = req.timeout.unwrap_or(self.config.default_timeout);
-        let limits = self.launch_limits();
+        let mut limits = self.launch_limits();
+        limits.cancel = cancel.cloned();
+        if cancel.is_some_and(CancelToken::is_cancelled) {
+            if let Some(h) = hold {
+                h.release(&placeholders);
+            }
+            return cancelled_before_start();
+        }
         let outcome = if req.profile.network {
             netns::run_with_slirp(
                 &self.sandbox,
@@ -405,6 +432,15 @@ impl CommandRunner {
             .err()
             .map(|e| format!(" The sandbox's death could not be confirmed: {e}."));
         let (status, reason, code) = match o.end {
+            End::Cancelled => (
+                ToolStatus::Cancelled,
+                Some(
+                    "the task was cancelled: the command was stopped and its whole sandbox \
+                     killed"
+                        .to_string(),
+                ),
+                None,
+            ),
             End::TimedOut => {
                 let mut why = format!(
                     "the command ran past its {} s time limit; the whole sandbox was killed",

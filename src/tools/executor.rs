@@ -9,8 +9,16 @@ use std::time::Duration;
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::primitives::ToolResult;
 
+/// How a task tells a running command to stop: the execution layer's own type.
+pub use crate::harness::process::CancelToken;
 /// Which stream a chunk came from: the execution layer's own type.
 pub use crate::harness::process::OutputStream;
+
+/// Sees a running command's output as it arrives, besides the sink that keeps it (the agent
+/// turns it into `output_chunk` events). Must not block: it is called on the command's path.
+pub trait OutputTap: Send + Sync {
+    fn chunk(&self, call_id: &str, stream: OutputStream, bytes: &[u8]);
+}
 
 /// Receives a command's output as it arrives, in arrival order.
 pub trait OutputSink: Send {
@@ -67,4 +75,23 @@ pub trait CommandExecutor: Send + Sync {
         timeout: Duration,
         sink: &mut dyn OutputSink,
     ) -> CommandOutcome;
+
+    /// `run`, stopped when `cancel` is cancelled. Nothing starts once it is; an executor that
+    /// can stop a running command (the sandbox's, through its pidfds) overrides this, others
+    /// let a command that already started run to its end or its timeout.
+    fn run_cancellable(
+        &self,
+        command: &str,
+        profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+        cancel: &CancelToken,
+    ) -> CommandOutcome {
+        if cancel.is_cancelled() {
+            return CommandOutcome::ran(ToolResult::cancelled(
+                "the task was cancelled before the command started; nothing ran",
+            ));
+        }
+        self.run(command, profile, timeout, sink)
+    }
 }

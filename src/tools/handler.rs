@@ -11,6 +11,7 @@ use crate::harness::command_policy::{CommandAssessment, CommandClass, ExecutionP
 use crate::harness::primitives::ToolResult;
 use crate::harness::target_policy::Writer;
 use crate::harness::workspace::WorkspacePath;
+use crate::tools::executor::{CancelToken, OutputTap};
 use crate::tools::host::SpearHost;
 use crate::tools::result_store::StoredOutput;
 
@@ -126,6 +127,10 @@ pub struct RunContext<'a> {
     pub paths: &'a [WorkspacePath],
     /// The contract authorization produced (read-only for calls that needed no authorization).
     pub profile: &'a ExecutionProfile,
+    /// The task's cancellation: a running command stops when it is cancelled.
+    pub cancel: &'a CancelToken,
+    /// Sees a command's output as it arrives, when someone is watching.
+    pub tap: Option<&'a dyn OutputTap>,
 }
 
 /// What an action produced.

@@ -16,7 +16,7 @@ use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
-use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
 use crate::tools::host_command::HostCommand;
 use crate::tools::knowledge;
 use crate::tools::result_store::ResultStore;
@@ -147,8 +147,10 @@ impl SpearHost {
         profile: &ExecutionProfile,
         timeout: Duration,
         sink: &mut dyn OutputSink,
+        cancel: &CancelToken,
     ) -> CommandOutcome {
-        self.executor.run(command, profile, timeout, sink)
+        self.executor
+            .run_cancellable(command, profile, timeout, sink, cancel)
     }
 
     pub fn results(&self) -> &ResultStore {

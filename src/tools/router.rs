@@ -263,6 +263,8 @@ impl ToolRouter {
             call_id: &call.id,
             paths: &paths,
             profile: &profile,
+            cancel: &turn.cancel,
+            tap: turn.output_tap.as_deref(),
         };
         Ok((action.run(host, &ctx), decision))
     }

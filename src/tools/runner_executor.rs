@@ -10,12 +10,26 @@ use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::primitives::ToolResult;
 use crate::harness::process::OutputSink as ProcessSink;
 use crate::harness::runtime::{CommandRunner, RunRequest};
-use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
+use crate::tools::executor::{
+    CancelToken, CommandExecutor, CommandOutcome, OutputSink, OutputStream,
+};
 
 /// A `CommandRunner` as the terminal tool sees it.
 pub struct RunnerExecutor {
     runner: CommandRunner,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (taken to shut it down without blocking).
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// The agent's loop owns the executor on an async runtime; dropping a runtime there the
+/// ordinary way panics, so it is shut down in the background instead (nothing runs on it
+/// between calls: each call's `block_on` returned before).
+impl Drop for RunnerExecutor {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl RunnerExecutor {
@@ -23,7 +37,10 @@ impl RunnerExecutor {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        Ok(RunnerExecutor { runner, runtime })
+        Ok(RunnerExecutor {
+            runner,
+            runtime: Some(runtime),
+        })
     }
 }
 
@@ -52,7 +69,34 @@ impl CommandExecutor for RunnerExecutor {
         timeout: Duration,
         sink: &mut dyn OutputSink,
     ) -> CommandOutcome {
-        if let Err(failure) = self.runtime.block_on(self.runner.ensure_sandbox()) {
+        self.run_inner(command, profile, timeout, sink, None)
+    }
+
+    fn run_cancellable(
+        &self,
+        command: &str,
+        profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+        cancel: &CancelToken,
+    ) -> CommandOutcome {
+        self.run_inner(command, profile, timeout, sink, Some(cancel))
+    }
+}
+
+impl RunnerExecutor {
+    fn run_inner(
+        &self,
+        command: &str,
+        profile: &ExecutionProfile,
+        timeout: Duration,
+        sink: &mut dyn OutputSink,
+        cancel: Option<&CancelToken>,
+    ) -> CommandOutcome {
+        let Some(runtime) = self.runtime.as_ref() else {
+            return CommandOutcome::ran(ToolResult::failed("the command executor was shut down"));
+        };
+        if let Err(failure) = runtime.block_on(self.runner.ensure_sandbox()) {
             let reason = format!("the sandbox is not available: {}", failure.reason());
             return if failure.is_terminal() {
                 CommandOutcome::sandbox_unavailable(reason)
@@ -66,9 +110,8 @@ impl CommandExecutor for RunnerExecutor {
             timeout: Some(timeout),
         };
         let mut bridge = Bridge { sink, error: None };
-        let mut result = self
-            .runtime
-            .block_on(self.runner.run(&request, &mut bridge));
+        let mut result =
+            runtime.block_on(self.runner.run_cancellable(&request, &mut bridge, cancel));
         if let Some(e) = bridge.error {
             result.status = crate::harness::primitives::ToolStatus::Failed;
             result.reason = Some(format!("the command's output could not be stored: {e}"));

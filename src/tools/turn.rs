@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::harness::command_policy::Approver;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::executor::{CancelToken, OutputTap};
 use crate::tools::exposure::ToolView;
 
 /// Default number of identical refusals that stop a turn.
@@ -69,6 +70,10 @@ pub struct Turn {
     pub mode: ExecutionMode,
     pub view: ToolView,
     pub approver: Arc<dyn Approver + Send + Sync>,
+    /// Cancelling it stops a running command of this turn (the agent's task owns it).
+    pub cancel: CancelToken,
+    /// Sees command output as it arrives (the agent's `output_chunk` events).
+    pub output_tap: Option<Arc<dyn OutputTap>>,
     refusals: HashMap<RefusalKey, u32>,
     sandbox_down: Option<String>,
     stopped: Option<String>,
@@ -85,6 +90,8 @@ impl Turn {
             mode,
             view,
             approver,
+            cancel: CancelToken::new(),
+            output_tap: None,
             refusals: HashMap::new(),
             sandbox_down: None,
             stopped: None,

@@ -4,9 +4,11 @@
 //! is used once, to open the pidfd, while the process cannot have been reaped (our own unreaped
 //! child) or after its identity is checked through the pidfd (`ForeignProcess::open`).
 
+mod cancel;
 mod capture;
 mod pidns;
 
+pub use cancel::CancelToken;
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
 pub use pidns::{NetnsPlan, PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
 

@@ -15,8 +15,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use crate::harness::process::{
-    BoundedCapture, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError, SpawnRequest,
-    pump_output, spawn_held,
+    BoundedCapture, CancelToken, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError,
+    SpawnRequest, pump_output, spawn_held,
 };
 
 /// How long a killed process gets before the kill is repeated once, then declared unconfirmed.
@@ -34,6 +34,8 @@ pub enum End {
     Exited(i32),
     Signaled(i32),
     TimedOut,
+    /// Its `CancelToken` was cancelled: the whole sandbox was killed.
+    Cancelled,
 }
 
 pub struct Outcome {
@@ -69,6 +71,7 @@ pub struct Running {
     status: pipe::Receiver,
     status_buf: Vec<u8>,
     inner: Option<ForeignProcess>,
+    cancel: Option<CancelToken>,
 }
 
 /// bwrap reads a closed gate as an open one, so a `Running` must never close its gates with
@@ -84,6 +87,11 @@ impl Drop for Running {
 }
 
 impl Running {
+    /// Stop the command as a timeout would once `cancel` is cancelled.
+    pub fn cancel_on(&mut self, cancel: Option<CancelToken>) {
+        self.cancel = cancel;
+    }
+
     /// bwrap's numeric PID, for tests' look at `/proc` only.
     #[cfg(test)]
     pub fn pid(&self) -> i32 {
@@ -127,6 +135,7 @@ impl Running {
             status,
             status_buf: Vec::new(),
             inner: None,
+            cancel: None,
         })
     }
 
@@ -212,18 +221,28 @@ impl Running {
             tokio::pin!(pump);
             let deadline = tokio::time::sleep(timeout);
             tokio::pin!(deadline);
+            let token = self.cancel.clone();
+            let cancelled = async move {
+                match token {
+                    Some(t) => t.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::pin!(cancelled);
             let mut pumped = false;
             let mut exit: Option<End> = None;
             enum Event {
                 Pumped,
                 Exited(Result<Exit, ProcessError>),
                 Deadline,
+                Cancelled,
             }
             loop {
                 let event = tokio::select! {
                     _ = &mut pump, if !pumped => Event::Pumped,
                     r = self.child.wait(), if exit.is_none() => Event::Exited(r),
                     _ = &mut deadline, if exit.is_none() => Event::Deadline,
+                    _ = &mut cancelled, if exit.is_none() => Event::Cancelled,
                 };
                 match event {
                     Event::Pumped => pumped = true,
@@ -237,13 +256,17 @@ impl Running {
                             }
                         })
                     }
-                    Event::Deadline => {
+                    Event::Deadline | Event::Cancelled => {
+                        let end = match event {
+                            Event::Cancelled => End::Cancelled,
+                            _ => End::TimedOut,
+                        };
                         if self.inner.is_none() {
                             // Learn the namespace init if bwrap reported it meanwhile.
                             let _ = self.inner(Duration::from_millis(50)).await;
                         }
                         containment = self.kill_all().await;
-                        exit = Some(End::TimedOut);
+                        exit = Some(end);
                     }
                 }
                 if exit.is_some() && !pumped {

@@ -92,6 +92,9 @@ pub struct LaunchLimits {
     pub cgroup: Option<(SystemdScopeRunner, CgroupLimits)>,
     /// The network path's settings for the sandbox's network namespace (refusal routes).
     pub netns: Option<NetnsPlan>,
+    /// Cancelling it stops the command as a timeout does: the whole sandbox is killed through
+    /// its pidfds and its death confirmed.
+    pub cancel: Option<crate::harness::process::CancelToken>,
 }
 
 pub struct BubblewrapSandbox {
@@ -228,6 +231,9 @@ impl BubblewrapSandbox {
                 PREFLIGHT_LIMIT.as_secs()
             ))),
             End::Exited(c) => Err(preflight::classify_failure(c, &outcome.stderr.render())),
+            End::Cancelled => Err(PreflightFailure::Failed(
+                "the preflight sandbox was cancelled".into(),
+            )),
             End::Signaled(s) => Err(PreflightFailure::Failed(format!(
                 "the preflight sandbox was killed by signal {s}"
             ))),
@@ -274,6 +280,7 @@ impl BubblewrapSandbox {
         spec.seccomp_fd = filter.as_raw_fd();
         child_fds.push(filter);
         let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
+        running.cancel_on(limits.cancel.clone());
         running.hold_gate(userns_write);
         running.hold_gate(block_write);
         let mapped = match running.inner(STATUS_LIMIT.min(timeout)).await {

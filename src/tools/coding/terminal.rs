@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
+use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
 use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
 use crate::tools::host_command::{HostCommand, HostCommandUse, detect};
@@ -120,7 +121,29 @@ impl Action for RunCommand {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
         };
-        let outcome = host.run_command(&self.command, ctx.profile, self.timeout, &mut sink);
+        let outcome = match ctx.tap {
+            Some(tap) => {
+                let mut tee = Tee {
+                    sink: &mut sink,
+                    tap,
+                    call_id: ctx.call_id,
+                };
+                host.run_command(
+                    &self.command,
+                    ctx.profile,
+                    self.timeout,
+                    &mut tee,
+                    ctx.cancel,
+                )
+            }
+            None => host.run_command(
+                &self.command,
+                ctx.profile,
+                self.timeout,
+                &mut sink,
+                ctx.cancel,
+            ),
+        };
         // Grounded mutations: what the command really changed goes into WorkingState.
         if let Some(changes) = &outcome.result.changes {
             host.record_command_changes(changes);
@@ -160,5 +183,19 @@ impl Action for RunCommand {
             sandbox_unavailable: outcome.sandbox_unavailable,
             bytes_written: None,
         }
+    }
+}
+
+/// Keeps the output in the store and shows it to the tap as it arrives.
+struct Tee<'a> {
+    sink: &'a mut dyn OutputSink,
+    tap: &'a dyn OutputTap,
+    call_id: &'a str,
+}
+
+impl OutputSink for Tee<'_> {
+    fn write(&mut self, stream: OutputStream, chunk: &[u8]) -> std::io::Result<()> {
+        self.tap.chunk(self.call_id, stream, chunk);
+        self.sink.write(stream, chunk)
     }
 }
