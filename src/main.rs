@@ -35,6 +35,10 @@ enum Command {
     Doctor(cli::doctor::DoctorArgs),
     /// Run one tool call through the router, as the model makes it.
     Tool(cli::tool::ToolArgs),
+    /// The agent, headless: one objective, the model's text and tool calls as they happen.
+    Run(cli::run::RunArgs),
+    /// This workspace's sessions (for `spear run --resume ID`).
+    Sessions(cli::sessions::SessionsArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,8 @@ fn main() -> ExitCode {
         Some(Command::Exec(args)) => cli::exec::run(args),
         Some(Command::Doctor(args)) => cli::doctor::run(args),
         Some(Command::Tool(args)) => cli::tool::run(args, cli.workspace),
+        Some(Command::Run(args)) => cli::run::run(args, cli.workspace),
+        Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
         None => cli::no_subcommand(cli.workspace, cli.mode),
     };
     match outcome {

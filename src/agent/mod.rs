@@ -2,4 +2,14 @@
 //! the task that spans a request's turns. Invariant (DESIGN.md): `agent` may use `tools` and
 //! `harness`, never the reverse; the router is the only way a model's call reaches a tool.
 
+pub mod calls;
+pub mod compact;
+pub mod config;
+pub mod context;
+pub mod event;
 pub mod model;
+pub mod prompt;
+pub mod provider;
+pub mod runtime;
+pub mod session;
+pub mod task;

@@ -50,39 +50,45 @@ pub struct TtyApprover;
 
 impl Approver for TtyApprover {
     fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        let Ok(tty) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open("/dev/tty")
-        else {
-            return ApprovalDecision::Cancel(
-                "no terminal to ask for confirmation on, so the request was cancelled".into(),
-            );
-        };
-        let mut out = &tty;
         let caps: Vec<String> = request.asking_for.iter().map(|c| c.to_string()).collect();
-        // What the person approves must be what they read: escaped, never interpreted.
-        let _ = writeln!(
-            out,
-            "spear ({} mode) wants to run: {}",
-            request.mode,
-            escape_controls(&request.command)
+        ask_on_tty(
+            &format!(
+                "spear ({} mode) wants to run: {}",
+                request.mode, request.command
+            ),
+            &format!("class {}; needs {}", request.class, caps.join(", ")),
+            &request.reasons,
+        )
+    }
+}
+
+/// Put one yes/no question on the controlling terminal (never stdin: that may be the
+/// objective or a pipe). No terminal, or no answer, is `cancelled`; anything but yes is no.
+pub fn ask_on_tty(headline: &str, detail: &str, reasons: &[String]) -> ApprovalDecision {
+    let Ok(tty) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    else {
+        return ApprovalDecision::Cancel(
+            "no terminal to ask for confirmation on, so the request was cancelled".into(),
         );
-        let _ = writeln!(out, "  class {}; needs {}", request.class, caps.join(", "));
-        for r in &request.reasons {
-            let _ = writeln!(out, "  - {}", escape_controls(r));
+    };
+    let mut out = &tty;
+    // What the person approves must be what they read: escaped, never interpreted.
+    let _ = writeln!(out, "{}", escape_controls(headline));
+    let _ = writeln!(out, "  {}", escape_controls(detail));
+    for r in reasons {
+        let _ = writeln!(out, "  - {}", escape_controls(r));
+    }
+    let _ = write!(out, "Allow? [y/N] ");
+    let _ = out.flush();
+    let mut line = String::new();
+    match std::io::BufReader::new(&tty).read_line(&mut line) {
+        Ok(0) | Err(_) => ApprovalDecision::Cancel("the terminal closed before an answer".into()),
+        Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+            ApprovalDecision::Approve
         }
-        let _ = write!(out, "Allow? [y/N] ");
-        let _ = out.flush();
-        let mut line = String::new();
-        match std::io::BufReader::new(&tty).read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                ApprovalDecision::Cancel("the terminal closed before an answer".into())
-            }
-            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
-                ApprovalDecision::Approve
-            }
-            Ok(_) => ApprovalDecision::Deny(None),
-        }
+        Ok(_) => ApprovalDecision::Deny(None),
     }
 }

@@ -5,7 +5,12 @@ pub mod classify;
 mod common;
 pub mod doctor;
 pub mod exec;
+pub mod run;
+mod run_model;
+mod run_output;
+pub mod sessions;
 pub mod tool;
+mod wiring;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,7 +46,9 @@ pub fn no_subcommand(
          spear exec -- COMMAND            run one command through the harness, confined\n  \
          spear tool NAME JSON_ARGS        one tool call (read_file, patch, terminal, …) as the model makes it\n  \
          spear doctor                     which confinement mechanisms work here\n  \
-         spear audit [--verify]           the workspace's audit log\n\
+         spear audit [--verify]           the workspace's audit log\n  \
+         spear run OBJECTIVE              the agent, headless (configure a model first: see README)\n  \
+         spear sessions                   this workspace's sessions, for `spear run --resume`\n\
          See `spear --help`.",
         dir.display()
     );

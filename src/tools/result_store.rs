@@ -173,6 +173,29 @@ pub(crate) fn with_index(data: u64) -> u64 {
     data + data / 64 + 4096
 }
 
+/// `state_home/spear/KIND/<sha256 of the canonical root>`, created private, and the canonical
+/// root. Refused when it would lie inside the workspace, where a sandboxed command could
+/// rewrite it. Every per-workspace record (results, sessions) lives in one of these.
+pub fn workspace_state_dir(
+    state_home: &Path,
+    kind: &str,
+    root: &Path,
+) -> Result<(PathBuf, PathBuf), StoreError> {
+    let root = root.canonicalize().map_err(io_err("canonicalize", root))?;
+    let id = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
+    let dir = state_home.join("spear").join(kind).join(id);
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .map_err(io_err("create", &dir))?;
+    let dir = dir.canonicalize().map_err(io_err("canonicalize", &dir))?;
+    if dir.starts_with(&root) {
+        return Err(StoreError::InsideWorkspace(dir));
+    }
+    Ok((dir, root))
+}
+
 impl ResultStore {
     /// The store for the workspace rooted at `root`, under `state_home/spear/results/`.
     pub fn open_in(
@@ -180,18 +203,7 @@ impl ResultStore {
         root: &Path,
         limits: StoreLimits,
     ) -> Result<Self, StoreError> {
-        let root = root.canonicalize().map_err(io_err("canonicalize", root))?;
-        let id = hex(&Sha256::digest(root.as_os_str().as_encoded_bytes()));
-        let dir = state_home.join("spear").join("results").join(id);
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-            .map_err(io_err("create", &dir))?;
-        let dir = dir.canonicalize().map_err(io_err("canonicalize", &dir))?;
-        if dir.starts_with(&root) {
-            return Err(StoreError::InsideWorkspace(dir));
-        }
+        let (dir, _root) = workspace_state_dir(state_home, "results", root)?;
         Ok(ResultStore {
             dir,
             limits,

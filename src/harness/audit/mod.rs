@@ -11,7 +11,7 @@ mod record;
 pub mod redact;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
-pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED};
+pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED, rfc3339};
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -199,7 +199,7 @@ pub(crate) fn rfc3339_now() -> String {
 }
 
 /// A duration since the epoch as RFC 3339 UTC with milliseconds (no calendar crate needed).
-pub(crate) fn rfc3339(since_epoch: Duration) -> String {
+pub fn rfc3339(since_epoch: Duration) -> String {
     let secs = since_epoch.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);

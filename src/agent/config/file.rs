@@ -1,0 +1,162 @@
+//! The first stage of the configuration: `config.toml` exactly as the user typed it, every
+//! value optional and carrying its place in the file. Invariant: a file that parses here holds
+//! no key Spear does not know, and any error names the file, the line and the dotted key,
+//! without ever echoing a line of the file (it may hold a key pasted in the wrong place).
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::ConfigError;
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub default_provider: Option<Spanned<String>>,
+    pub mode: Option<Spanned<String>>,
+    pub network: Option<bool>,
+    pub theme: Option<Spanned<String>>,
+    pub max_tool_calls: Option<Spanned<u32>>,
+    pub response_max_tokens: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub sandbox: SandboxTable,
+    #[serde(default)]
+    pub results: ResultsTable,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderTable>,
+}
+
+/// `[sandbox]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxTable {
+    #[serde(default)]
+    pub network_allow: Vec<Spanned<String>>,
+}
+
+/// `[results]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultsTable {
+    pub max_result_bytes: Option<Spanned<u64>>,
+    pub budget_bytes: Option<Spanned<u64>>,
+}
+
+/// `[providers.NAME]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderTable {
+    pub base_url: Option<Spanned<String>>,
+    pub api_key_env: Option<Spanned<String>>,
+    pub model: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    pub context_window: Option<Spanned<u64>>,
+}
+
+/// Where in the file a span lies, for messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub line: usize,
+    pub column: usize,
+    pub key: String,
+}
+
+/// Line and column (1-based) of `offset`, and the dotted key written at or before it: the key
+/// of the `key = value` line the span is on, under the last `[table]` header above it.
+pub fn place(text: &str, span: &Range<usize>) -> Place {
+    let offset = span.start.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    let table = before[..line_start]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && !l.starts_with("[["))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+    let spanned = text.get(span.clone()).unwrap_or("").trim();
+    let key_here = match line_text.split_once('=') {
+        Some((k, _)) => Some(k.trim().to_string()),
+        _ if is_bare_key(spanned) => Some(spanned.to_string()),
+        _ => None,
+    };
+    let header = line_text.trim_start().starts_with('[');
+    if header {
+        let key = line_text
+            .trim()
+            .trim_matches(|c| c == '[' || c == ']')
+            .trim()
+            .to_string();
+        return Place { line, column, key };
+    }
+    let key = match (table, key_here) {
+        (Some(t), Some(k)) => format!("{t}.{}", k.trim_matches('"')),
+        (None, Some(k)) => k.trim_matches('"').to_string(),
+        (Some(t), None) => t,
+        (None, None) => "(top level)".to_string(),
+    };
+    Place { line, column, key }
+}
+
+fn is_bare_key(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+}
+
+/// Parse `text` (read from `path`).
+pub fn parse(path: &Path, text: &str) -> Result<ConfigFile, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        let at = place(text, &span);
+        let message = e.message().trim().to_string();
+        ConfigError::invalid(path, &at, fix_for(&message, &at.key), message)
+    })
+}
+
+/// How to fix what toml or serde said.
+fn fix_for(message: &str, key: &str) -> String {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    if message.starts_with("unknown field") {
+        if matches!(last, "api_key" | "key" | "token" | "apikey") {
+            return "Spear never reads API keys from the config file: put the key in an \
+                    environment variable and name that variable with \
+                    `api_key_env = \"OPENAI_API_KEY\"`. Remove this line (and rotate the key if \
+                    this file was shared)."
+                .to_string();
+        }
+        return "remove or rename this key; the keys Spear knows are listed in the message \
+                (and in the commented defaults Spear writes for a new config)"
+            .to_string();
+    }
+    if message.contains("invalid type") {
+        return "give the value the type the message names (a string is quoted, a number is \
+                not, a list is written [\"a\", \"b\"])"
+            .to_string();
+    }
+    "correct the TOML syntax at this place (see https://toml.io for the format)".to_string()
+}
+
+/// Where the `[table]` header of `table` is, with `key` as the dotted key to name (line 0 when
+/// the table is written inline or cannot be found).
+pub fn place_of_table(text: &str, table: &str, key: String) -> Place {
+    let line = text
+        .lines()
+        .position(|l| {
+            let l = l.trim();
+            l.starts_with('[') && l.trim_matches(|c| c == '[' || c == ']').replace(' ', "") == table
+        })
+        .map_or(0, |i| i + 1);
+    Place {
+        line,
+        column: 1,
+        key,
+    }
+}

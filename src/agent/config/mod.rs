@@ -1,0 +1,224 @@
+//! `agent::config`: Spear's settings in two stages, as ripgrep does: what the user typed (the
+//! file, the environment, the flags) and the resolved, immutable `Settings` the rest of Spear
+//! reads. Precedence: flags, then `SPEAR_*` variables, then the file, then the `OPENAI_*`
+//! fallbacks (only for the built-in provider), then defaults. Invariant: an API key is held as a
+//! `SecretString` from the moment it is read, so no `Debug`, log, audit record, transcript or
+//! `--json` line can carry it; only the provider client exposes it, to build its header.
+
+mod file;
+mod resolve;
+
+pub use file::{ConfigFile, Place, ProviderTable};
+pub use resolve::{Env, Flags, resolve};
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use secrecy::SecretString;
+use thiserror::Error;
+
+use crate::harness::primitives::ExecutionMode;
+
+/// One response may generate at most this many tokens unless configured otherwise.
+pub const DEFAULT_RESPONSE_MAX_TOKENS: u32 = 16_384;
+/// Tool calls one request may make before the loop stops it.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 50;
+/// The server used when nothing names another.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// The commented defaults written on first run.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../assets/config.toml");
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("{path}:{line}:{column}: `{key}`: {problem}\n  fix: {fix}")]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        key: String,
+        problem: String,
+        fix: String,
+    },
+    #[error("cannot read the config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the default config file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no config directory: neither XDG_CONFIG_HOME nor HOME is set")]
+    NoConfigDir,
+    #[error(
+        "no provider named `{name}` in {path} (configured: {known}); add [providers.{name}] or pick one of those"
+    )]
+    UnknownProvider {
+        name: String,
+        path: PathBuf,
+        known: String,
+    },
+    #[error(
+        "no model is configured for provider `{provider}`: pass --model NAME, set SPEAR_MODEL, or add `model = \"...\"` to [providers.{provider}] in {path}"
+    )]
+    NoModel { provider: String, path: PathBuf },
+    #[error("no API key for provider `{provider}` ({base_url}): {why}")]
+    MissingKey {
+        provider: String,
+        base_url: String,
+        why: String,
+    },
+    #[error("{var}: {problem}")]
+    BadEnv { var: String, problem: String },
+    #[error("{what}: {problem}")]
+    BadFlag { what: String, problem: String },
+}
+
+impl ConfigError {
+    pub(crate) fn invalid(
+        path: &Path,
+        at: &Place,
+        fix: impl Into<String>,
+        problem: impl Into<String>,
+    ) -> Self {
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: at.line,
+            column: at.column,
+            key: at.key.clone(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// The server Spear talks to, resolved.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The name under `[providers]`, or `default` for the built-in one.
+    pub name: String,
+    /// With the version path and without a trailing slash (`https://api.openai.com/v1`).
+    pub base_url: String,
+    pub api_key: Option<SecretString>,
+    /// The environment variable the key is read from (named in "bad key" errors): the one
+    /// that gave it, else the one that would.
+    pub api_key_env: String,
+    pub model: String,
+    /// Extra request headers; values are held as secrets (some servers take keys this way).
+    pub headers: Vec<(String, SecretString)>,
+    pub context_window: Option<u64>,
+}
+
+/// Everything resolved: immutable for the session.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The file the settings came from (it exists: it is written on first run).
+    pub config_path: PathBuf,
+    pub provider: ProviderConfig,
+    pub mode: ExecutionMode,
+    pub network: bool,
+    pub theme: String,
+    pub max_tool_calls: u32,
+    pub response_max_tokens: u32,
+    pub refusal_repeats: u32,
+    /// `[sandbox]` and `[results]`: what the harness under the tools is built with.
+    pub harness: HarnessSettings,
+}
+
+/// The harness's part of the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HarnessSettings {
+    /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
+    /// they are refused by default (the host's own, private, link-local and special ranges).
+    pub network_allow: Vec<crate::harness::netns::IpPrefix>,
+    /// `[results] max_result_bytes` and `budget_bytes`.
+    pub store_limits: crate::tools::result_store::StoreLimits,
+}
+
+/// `$XDG_CONFIG_HOME/spear/config.toml` (or `~/.config/spear/config.toml`).
+pub fn default_path() -> Result<PathBuf, ConfigError> {
+    let dirs = directories::BaseDirs::new().ok_or(ConfigError::NoConfigDir)?;
+    Ok(dirs.config_dir().join("spear").join("config.toml"))
+}
+
+/// Read the file at `path`, writing the commented defaults there first when it does not exist.
+/// The first write is atomic (a private temporary file renamed into place), so a second Spear
+/// starting at the same moment reads either nothing or the whole file.
+pub fn load_or_create(path: &Path) -> Result<(ConfigFile, String), ConfigError> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_default(path)?;
+            DEFAULT_CONFIG.to_string()
+        }
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    Ok((file::parse(path, &text)?, text))
+}
+
+fn write_default(path: &Path) -> Result<(), ConfigError> {
+    let err = |source| ConfigError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(err)?;
+    let tmp = dir.join(format!(".config.toml.{}.tmp", std::process::id()));
+    let written = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(DEFAULT_CONFIG.as_bytes())?;
+            f.sync_all()
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(err(e));
+    }
+    // Never replace a file another Spear wrote meanwhile: link fails if it exists.
+    let placed = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match placed {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// The harness's part of the file at `path`, for subcommands that run tools without a model
+/// (`spear exec`, `spear tool`): nothing is written, and no file means the defaults.
+pub fn load_harness(path: &Path) -> Result<HarnessSettings, ConfigError> {
+    let text = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HarnessSettings::default()),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    resolve::harness(path, &text, &file::parse(path, &text)?)
+}
+
+/// Load (creating on first run) and resolve: the whole pipeline `spear run` uses.
+pub fn load(path: &Path, env: &Env, flags: &Flags) -> Result<Settings, ConfigError> {
+    let (file, text) = load_or_create(path)?;
+    resolve(path, &text, &file, env, flags)
+}

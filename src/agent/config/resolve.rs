@@ -1,0 +1,396 @@
+//! The second stage: the file, the environment and the flags resolved into `Settings`, or an
+//! error that says which input was wrong and how to fix it. Pure: the environment is passed in,
+//! so every precedence rule is tested without touching the process.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use secrecy::SecretString;
+use toml::Spanned;
+
+use super::file::{ConfigFile, place, place_of_table};
+use super::{
+    ConfigError, HarnessSettings, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, OPENAI_BASE_URL,
+    ProviderConfig, Settings,
+};
+use crate::harness::netns::IpPrefix;
+use crate::harness::primitives::ExecutionMode;
+use crate::tools::result_store::StoreLimits;
+use crate::tools::turn::refusal_repeats;
+
+/// Where environment variables come from: the process, or a fixed map (tests). Deliberately
+/// not `Debug`: it can read any variable, keys included.
+pub enum Env {
+    Process,
+    Map(BTreeMap<String, String>),
+}
+
+impl Env {
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Env::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    /// The variable's value; unset and empty are the same (an exported empty variable is a
+    /// common leftover and must not count as a key).
+    pub fn get(&self, name: &str) -> Option<String> {
+        let v = match self {
+            Env::Process => std::env::var(name).ok(),
+            Env::Map(m) => m.get(name).cloned(),
+        };
+        v.filter(|s| !s.trim().is_empty())
+    }
+}
+
+/// What the command line said.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<ExecutionMode>,
+    /// `--network` given (it can only switch the network on).
+    pub network: bool,
+}
+
+/// Resolve the inputs. `text` is the file's text, for placing errors.
+pub fn resolve(
+    path: &Path,
+    text: &str,
+    file: &ConfigFile,
+    env: &Env,
+    flags: &Flags,
+) -> Result<Settings, ConfigError> {
+    let bad = |span: &std::ops::Range<usize>, problem: String, fix: &str| {
+        ConfigError::invalid(path, &place(text, span), fix, problem)
+    };
+    let mode = match (&flags.mode, &file.mode) {
+        (Some(m), _) => *m,
+        (None, Some(m)) => m.get_ref().parse().map_err(|e| {
+            bad(
+                &m.span(),
+                format!("{e}"),
+                "write mode = \"safe\", \"ask\" or \"auto\"",
+            )
+        })?,
+        (None, None) => ExecutionMode::Ask,
+    };
+    let max_tool_calls = positive(file.max_tool_calls.as_ref(), DEFAULT_MAX_TOOL_CALLS)
+        .map_err(|s| bad(&s, "must be at least 1".into(), "write a positive number"))?;
+    let response_max_tokens = match env.get("SPEAR_RESPONSE_MAX_TOKENS") {
+        Some(v) => v
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or_else(|| ConfigError::BadEnv {
+                var: "SPEAR_RESPONSE_MAX_TOKENS".into(),
+                problem: format!("`{}` is not a positive whole number of tokens; unset it for the default ({DEFAULT_RESPONSE_MAX_TOKENS})", v.trim()),
+            })?,
+        None => positive(file.response_max_tokens.as_ref(), DEFAULT_RESPONSE_MAX_TOKENS)
+            .map_err(|s| bad(&s, "must be at least 1".into(), "write a positive number of tokens"))?,
+    };
+    let theme = match &file.theme {
+        Some(t) if t.get_ref().trim().is_empty() => {
+            return Err(bad(&t.span(), "is empty".into(), "write theme = \"dark\""));
+        }
+        Some(t) => t.get_ref().trim().to_string(),
+        None => "dark".to_string(),
+    };
+    let harness = harness(path, text, file)?;
+    Ok(Settings {
+        config_path: path.to_path_buf(),
+        provider: provider(path, text, file, env, flags)?,
+        mode,
+        network: flags.network || file.network.unwrap_or(false),
+        theme,
+        max_tool_calls,
+        response_max_tokens,
+        refusal_repeats: refusal_repeats(env.get("SPEAR_REFUSAL_REPEATS").as_deref()),
+        harness,
+    })
+}
+
+fn positive(v: Option<&Spanned<u32>>, default: u32) -> Result<u32, std::ops::Range<usize>> {
+    match v {
+        Some(n) if *n.get_ref() == 0 => Err(n.span()),
+        Some(n) => Ok(*n.get_ref()),
+        None => Ok(default),
+    }
+}
+
+/// The tables the harness reads (`[sandbox]`, `[results]`), resolved. `spear exec` and
+/// `spear tool` read only these; `spear run` reads them as part of the whole.
+pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSettings, ConfigError> {
+    let bad = |span: &std::ops::Range<usize>, problem: String, fix: &str| {
+        ConfigError::invalid(path, &place(text, span), fix, problem)
+    };
+    let mut network_allow = Vec::new();
+    for entry in &file.sandbox.network_allow {
+        match entry.get_ref().trim().parse::<IpPrefix>() {
+            Ok(p) => network_allow.push(p),
+            Err(e) => {
+                return Err(bad(
+                    &entry.span(),
+                    format!("`{}` is not an IP address or CIDR prefix: {e}", entry.get_ref()),
+                    "write addresses like \"192.168.1.10\" or prefixes like \"10.1.0.0/16\"",
+                ));
+            }
+        }
+    }
+    let mut limits = StoreLimits::default();
+    for (value, key, slot) in [
+        (&file.results.max_result_bytes, "max_result_bytes", &mut limits.per_result_bytes),
+        (&file.results.budget_bytes, "budget_bytes", &mut limits.total_bytes),
+    ] {
+        if let Some(v) = value {
+            if *v.get_ref() == 0 {
+                return Err(bad(
+                    &v.span(),
+                    format!("{key} must be more than 0"),
+                    "write a number of bytes, or remove the line for the default",
+                ));
+            }
+            *slot = *v.get_ref();
+        }
+    }
+    Ok(HarnessSettings {
+        network_allow,
+        store_limits: limits,
+    })
+}
+
+/// The provider: `--provider`, else `default_provider`, else the only one configured, else the
+/// built-in one that reads `SPEAR_*` and `OPENAI_*` variables only.
+fn provider(
+    path: &Path,
+    text: &str,
+    file: &ConfigFile,
+    env: &Env,
+    flags: &Flags,
+) -> Result<ProviderConfig, ConfigError> {
+    let known = || {
+        let names: Vec<&str> = file.providers.keys().map(String::as_str).collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let chosen = match (&flags.provider, &file.default_provider) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(p)) => {
+            if !file.providers.contains_key(p.get_ref()) {
+                return Err(ConfigError::invalid(
+                    path,
+                    &place(text, &p.span()),
+                    format!(
+                        "add [providers.{}] or name one of: {}",
+                        p.get_ref(),
+                        known()
+                    ),
+                    format!("no provider named `{}` is configured", p.get_ref()),
+                ));
+            }
+            Some(p.get_ref().clone())
+        }
+        (None, None) if file.providers.len() == 1 => file.providers.keys().next().cloned(),
+        (None, None) => None,
+    };
+    let table = match &chosen {
+        Some(name) => {
+            Some(
+                file.providers
+                    .get(name)
+                    .ok_or_else(|| ConfigError::UnknownProvider {
+                        name: name.clone(),
+                        path: path.to_path_buf(),
+                        known: known(),
+                    })?,
+            )
+        }
+        None => None,
+    };
+    let name = chosen.unwrap_or_else(|| "default".to_string());
+    let at = |s: &Spanned<String>| place(text, &s.span());
+    // The base URL: SPEAR_BASE_URL, the table's, and for the built-in provider OPENAI_BASE_URL.
+    let (base_url, url_origin) = match (env.get("SPEAR_BASE_URL"), table) {
+        (Some(u), _) => (u, UrlOrigin::Env("SPEAR_BASE_URL")),
+        (None, Some(t)) => match &t.base_url {
+            Some(u) => (u.get_ref().clone(), UrlOrigin::File(at(u))),
+            None => {
+                return Err(ConfigError::invalid(
+                    path,
+                    &place_of_table(
+                        text,
+                        &format!("providers.{name}"),
+                        format!("providers.{name}"),
+                    ),
+                    format!("add base_url = \"https://…/v1\" to [providers.{name}]"),
+                    "has no base_url",
+                ));
+            }
+        },
+        (None, None) => match env.get("OPENAI_BASE_URL") {
+            Some(u) => (u, UrlOrigin::Env("OPENAI_BASE_URL")),
+            None => (OPENAI_BASE_URL.to_string(), UrlOrigin::Default),
+        },
+    };
+    let base_url = check_url(&base_url).map_err(|problem| match &url_origin {
+        UrlOrigin::File(p) => ConfigError::invalid(
+            path,
+            p,
+            "write the server's URL with its version path, like \"http://127.0.0.1:11434/v1\"",
+            problem,
+        ),
+        UrlOrigin::Env(var) => ConfigError::BadEnv {
+            var: var.to_string(),
+            problem,
+        },
+        UrlOrigin::Default => ConfigError::BadEnv {
+            var: "(built-in)".into(),
+            problem,
+        },
+    })?;
+    let model = flags
+        .model
+        .clone()
+        .filter(|m| !m.trim().is_empty())
+        .or_else(|| env.get("SPEAR_MODEL"))
+        .or_else(|| {
+            table
+                .and_then(|t| t.model.as_ref())
+                .map(|m| m.get_ref().clone())
+        })
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .ok_or_else(|| ConfigError::NoModel {
+            provider: name.clone(),
+            path: path.to_path_buf(),
+        })?;
+    let (api_key, api_key_env) = api_key(path, text, &name, table, env, &base_url)?;
+    let mut headers = Vec::new();
+    if let Some(t) = table {
+        for (k, v) in &t.headers {
+            let valid = !k.is_empty() && k.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+            if !valid || v.contains(['\r', '\n']) {
+                return Err(ConfigError::invalid(
+                    path,
+                    &place_of_table(
+                        text,
+                        &format!("providers.{name}.headers"),
+                        format!("providers.{name}.headers.{k}"),
+                    ),
+                    "header names are single words without `:`; values are one line",
+                    "is not a valid HTTP header",
+                ));
+            }
+            headers.push((k.clone(), SecretString::from(v.clone())));
+        }
+    }
+    Ok(ProviderConfig {
+        name,
+        base_url,
+        api_key,
+        api_key_env,
+        model,
+        headers,
+        context_window: table
+            .and_then(|t| t.context_window.as_ref())
+            .map(|c| *c.get_ref())
+            .filter(|c| *c > 0),
+    })
+}
+
+enum UrlOrigin {
+    Env(&'static str),
+    File(super::Place),
+    Default,
+}
+
+/// An http(s) URL with a host, without a trailing slash or the `/chat/completions` Spear adds.
+fn check_url(raw: &str) -> Result<String, String> {
+    let url = raw.trim().trim_end_matches('/');
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or_else(|| format!("`{url}` is not an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("`{url}` names no host"));
+    }
+    if url.ends_with("/chat/completions") {
+        return Err(format!(
+            "`{url}` already ends in /chat/completions; give the base URL with its version path \
+             (…/v1): Spear appends /chat/completions itself"
+        ));
+    }
+    Ok(url.to_string())
+}
+
+/// The key: `SPEAR_API_KEY`, else the variable the provider names in `api_key_env`, else (for
+/// the built-in provider only) `OPENAI_API_KEY`. A configured provider without `api_key_env`
+/// gets no key: `OPENAI_API_KEY` is never sent to a server the user did not pair it with.
+fn api_key(
+    path: &Path,
+    text: &str,
+    name: &str,
+    table: Option<&super::ProviderTable>,
+    env: &Env,
+    base_url: &str,
+) -> Result<(Option<SecretString>, String), ConfigError> {
+    let secret = |k: String| Some(SecretString::from(k.trim().to_string()));
+    if let Some(k) = env.get("SPEAR_API_KEY") {
+        return Ok((secret(k), "SPEAR_API_KEY".into()));
+    }
+    let missing = |why: String| ConfigError::MissingKey {
+        provider: name.to_string(),
+        base_url: base_url.to_string(),
+        why,
+    };
+    match table {
+        Some(t) => match &t.api_key_env {
+            Some(var) => {
+                let var_name = var.get_ref().trim();
+                let is_name = !var_name.is_empty()
+                    && var_name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && !var_name.as_bytes()[0].is_ascii_digit();
+                if !is_name {
+                    // Never echo it: this is where a pasted key usually ends up.
+                    return Err(ConfigError::invalid(
+                        path,
+                        &place(text, &var.span()),
+                        "api_key_env names the environment variable holding the key, like \
+                         \"OPENAI_API_KEY\"; if you pasted the key itself here, remove it and \
+                         rotate it",
+                        "is not an environment variable name",
+                    ));
+                }
+                env.get(var_name)
+                    .map(|k| (secret(k), var_name.to_string()))
+                    .ok_or_else(|| {
+                        missing(format!(
+                            "[providers.{name}] in {} reads the key from ${var_name}, which is not \
+                             set: export {var_name}=… (or SPEAR_API_KEY=…)",
+                            path.display()
+                        ))
+                    })
+            }
+            None => Ok((None, "SPEAR_API_KEY".into())),
+        },
+        None => match env.get("OPENAI_API_KEY") {
+            Some(k) => Ok((secret(k), "OPENAI_API_KEY".into())),
+            // A local server needs no key; OpenAI's own does.
+            None if base_url == OPENAI_BASE_URL => Err(missing(
+                "set OPENAI_API_KEY or SPEAR_API_KEY, or point SPEAR_BASE_URL at a server that \
+                 needs none (configure providers in the config file)"
+                    .into(),
+            )),
+            None => Ok((None, "SPEAR_API_KEY".into())),
+        },
+    }
+}

@@ -1,0 +1,167 @@
+//! `TaskController`: one request across its turns. It owns the request's cancellation (the model
+//! stream is dropped and a running sandboxed command is killed through its pidfd), its event
+//! channel, and its approvals: the router asks through a synchronous `Approver`, which this
+//! turns into an `approval_requested` event and waits for one answer keyed by the call's id,
+//! from the TUI, `spear run`, or a cancel. Invariant: at most one approval is pending; a cancel
+//! answers it `cancelled`, and no approval ever defaults to yes.
+
+use std::sync::{Arc, Mutex};
+
+use thiserror::Error;
+use tokio::sync::oneshot;
+
+use crate::agent::event::{AgentEvent, EventSink};
+use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::harness::primitives::ExecutionMode;
+use crate::tools::executor::CancelToken;
+
+/// An answer that could not be delivered.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum AnswerError {
+    #[error("no approval is pending for call `{0}`")]
+    NotPending(String),
+}
+
+struct Pending {
+    call_id: String,
+    answer: oneshot::Sender<ApprovalDecision>,
+}
+
+struct Shared {
+    mode: ExecutionMode,
+    cancel: CancelToken,
+    events: EventSink,
+    /// The call the router is working on (approvals are asked on its behalf).
+    current_call: Mutex<Option<String>>,
+    pending: Mutex<Option<Pending>>,
+}
+
+/// A request's control. Cheap to clone: the TUI, a signal handler and the loop share one.
+#[derive(Clone)]
+pub struct TaskController {
+    shared: Arc<Shared>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TaskController {
+    pub fn new(mode: ExecutionMode, events: EventSink) -> Self {
+        TaskController {
+            shared: Arc::new(Shared {
+                mode,
+                cancel: CancelToken::new(),
+                events,
+                current_call: Mutex::new(None),
+                pending: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn mode(&self) -> ExecutionMode {
+        self.shared.mode
+    }
+
+    pub fn events(&self) -> &EventSink {
+        &self.shared.events
+    }
+
+    pub fn cancel_token(&self) -> CancelToken {
+        self.shared.cancel.clone()
+    }
+
+    /// Stop the request: the model stream is dropped, a running command is killed, a pending
+    /// approval is answered `cancelled`, and no further call starts.
+    pub fn cancel(&self) {
+        self.shared.cancel.cancel();
+        if let Some(p) = lock(&self.shared.pending).take() {
+            let _ = p.answer.send(ApprovalDecision::Cancel(
+                "the task was cancelled while waiting for an answer".into(),
+            ));
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.shared.cancel.is_cancelled()
+    }
+
+    /// The call id of the approval waiting for an answer, if any.
+    pub fn pending_approval(&self) -> Option<String> {
+        lock(&self.shared.pending)
+            .as_ref()
+            .map(|p| p.call_id.clone())
+    }
+
+    /// Answer the pending approval of `call_id`.
+    pub fn answer(&self, call_id: &str, decision: ApprovalDecision) -> Result<(), AnswerError> {
+        let mut pending = lock(&self.shared.pending);
+        match pending.take() {
+            Some(p) if p.call_id == call_id => {
+                let _ = p.answer.send(decision);
+                Ok(())
+            }
+            other => {
+                *pending = other;
+                Err(AnswerError::NotPending(call_id.to_string()))
+            }
+        }
+    }
+
+    /// The router is about to route `call_id` (or has finished: `None`).
+    pub(crate) fn set_current_call(&self, call_id: Option<&str>) {
+        *lock(&self.shared.current_call) = call_id.map(str::to_string);
+    }
+
+    /// The approver the router asks through for this task.
+    pub fn approver(&self) -> Arc<dyn Approver + Send + Sync> {
+        Arc::new(TaskApprover {
+            shared: self.shared.clone(),
+        })
+    }
+}
+
+/// The router's `Approver` for a task. Called on the router's (blocking) thread: it registers
+/// the question, announces it, and blocks until `answer` or `cancel` delivers a decision.
+struct TaskApprover {
+    shared: Arc<Shared>,
+}
+
+impl Approver for TaskApprover {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        let call_id = lock(&self.shared.current_call)
+            .clone()
+            .unwrap_or_else(|| "unknown".into());
+        let (tx, rx) = oneshot::channel();
+        {
+            // Checked under the lock `cancel` takes, so a cancel is either seen here or answers
+            // the registered question: it cannot fall between the two.
+            let mut pending = lock(&self.shared.pending);
+            if self.shared.cancel.is_cancelled() {
+                return ApprovalDecision::Cancel("the task was cancelled".into());
+            }
+            if let Some(other) = pending.as_ref() {
+                return ApprovalDecision::Cancel(format!(
+                    "another approval (call `{}`) is still pending",
+                    other.call_id
+                ));
+            }
+            *pending = Some(Pending {
+                call_id: call_id.clone(),
+                answer: tx,
+            });
+        }
+        self.shared
+            .events
+            .send(AgentEvent::approval(&call_id, request));
+        let decision = rx.blocking_recv().unwrap_or_else(|_| {
+            ApprovalDecision::Cancel("nobody could answer the approval".into())
+        });
+        // An answer delivered removed the entry already; a dropped sender leaves nothing.
+        let mut pending = lock(&self.shared.pending);
+        if pending.as_ref().is_some_and(|p| p.call_id == call_id) {
+            pending.take();
+        }
+        decision
+    }
+}

@@ -1,0 +1,28 @@
+//! The agent loop's integration tests, one binary: the loop against a scripted model (turns,
+//! refusals, approvals, cancellation, context compaction), configuration, sessions, and `spear run`
+//! end to end against the loopback mock server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
+#[path = "agent_loop/compaction.rs"]
+mod compaction;
+#[path = "agent_loop/config.rs"]
+mod config;
+#[path = "agent_loop/layers.rs"]
+mod layers;
+#[path = "agent_loop/prompt.rs"]
+mod prompt;
+#[path = "agent_loop/refusals.rs"]
+mod refusals;
+#[path = "agent_loop/run_cli.rs"]
+mod run_cli;
+#[path = "support/mod.rs"]
+mod server;
+#[path = "agent_loop/sessions.rs"]
+mod sessions;
+#[path = "agent_loop/support.rs"]
+mod support;
+#[path = "agent_loop/tasks.rs"]
+mod tasks;
+#[path = "agent_loop/turns.rs"]
+mod turns;

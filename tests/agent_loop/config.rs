@@ -1,0 +1,314 @@
+//! Configuration: the commented defaults written on first run, every error naming the file, the
+//! line and the key with a fix, the precedence of flags, `SPEAR_*` and the file, a missing key,
+//! and an API key that never shows in `Debug` or an error.
+
+use std::path::{Path, PathBuf};
+
+use secrecy::ExposeSecret;
+use spear::agent::config::{self, ConfigError, Env, Flags, Settings};
+use spear::harness::primitives::ExecutionMode;
+
+const KEY: &str = "sk-test-5f3a9c1e-NEVER-PRINT-ME";
+
+fn dir() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("spear").join("config.toml");
+    (d, p)
+}
+
+fn load_text(
+    path: &Path,
+    text: &str,
+    env: &[(&str, &str)],
+    flags: &Flags,
+) -> Result<Settings, ConfigError> {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    config::load(path, &Env::from_pairs(env.iter().copied()), flags)
+}
+
+fn err(path: &Path, text: &str, env: &[(&str, &str)]) -> String {
+    load_text(path, text, env, &Flags::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_d, path) = dir();
+    let s = config::load(
+        &path,
+        &Env::from_pairs([("OPENAI_API_KEY", KEY), ("SPEAR_MODEL", "gpt-test")]),
+        &Flags::default(),
+    )
+    .unwrap();
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(written, config::DEFAULT_CONFIG);
+    assert!(written.contains("# mode = \"ask\"") && written.contains("api_key_env"));
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(s.mode, ExecutionMode::Ask);
+    assert!(!s.network);
+    assert_eq!(s.max_tool_calls, 50);
+    assert_eq!(s.response_max_tokens, 16384);
+    assert_eq!(s.refusal_repeats, 5);
+    assert_eq!(s.theme, "dark");
+    assert_eq!(s.provider.name, "default");
+    assert_eq!(s.provider.base_url, "https://api.openai.com/v1");
+    assert_eq!(s.provider.model, "gpt-test");
+    assert_eq!(s.provider.api_key.as_ref().unwrap().expose_secret(), KEY);
+    assert!(s.harness.network_allow.is_empty());
+    assert_eq!(
+        s.harness.store_limits,
+        spear::tools::result_store::StoreLimits::default()
+    );
+    // No temporary file is left beside it.
+    assert_eq!(
+        std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+        1
+    );
+}
+
+#[test]
+fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
+    let (_d, path) = dir();
+    let file = path.display().to_string();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "mode = \"ask\"\n[providers.local]\nbase_urll = \"http://127.0.0.1:8080/v1\"\n",
+            ":3:",
+            "`providers.local.base_urll`",
+        ),
+        ("# a comment\n\nmode = \"fast\"\n", ":3:", "`mode`"),
+        ("max_tool_calls = \"ten\"\n", ":1:", "`max_tool_calls`"),
+        ("max_tool_calls = 0\n", ":1:", "`max_tool_calls`"),
+        (
+            "[sandbox]\nnetwork_allow = [\"10.0.0.0/8\", \"intranet\"]\n",
+            ":2:",
+            "`sandbox.network_allow`",
+        ),
+        (
+            "[results]\nbudget_bytes = 0\n",
+            ":2:",
+            "`results.budget_bytes`",
+        ),
+        ("[themes]\n", ":1:", "`themes`"),
+        ("default_provider = \"nope\"\n", ":1:", "`default_provider`"),
+        (
+            "[providers.x]\nbase_url = \"ftp://host/v1\"\nmodel = \"m\"\n",
+            ":2:",
+            "`providers.x.base_url`",
+        ),
+        (
+            "[providers.x]\nbase_url = \"http://h/v1/chat/completions\"\nmodel = \"m\"\n",
+            ":2:",
+            "`providers.x.base_url`",
+        ),
+        ("mode = \n", ":1:", "`mode`"),
+    ];
+    for (text, line, key) in cases {
+        let e = err(&path, text, &[("SPEAR_MODEL", "m")]);
+        assert!(e.starts_with(&format!("{file}{line}")), "{text:?}: {e}");
+        assert!(e.contains(key), "{text:?}: {e}");
+        assert!(e.contains("fix:"), "{text:?}: {e}");
+    }
+    // The message says what Spear knows or expects.
+    assert!(err(&path, "mode = \"fast\"\n", &[]).contains("safe, ask, auto"));
+    assert!(err(&path, "[providers.l]\nbase_urll = \"x\"\n", &[]).contains("expected one of"));
+}
+
+#[test]
+fn a_key_pasted_into_the_file_is_refused_without_being_echoed() {
+    let (_d, path) = dir();
+    for text in [
+        format!(
+            "[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key = \"{KEY}\"\n"
+        ),
+        format!(
+            "[providers.openai]\nbase_url = \"https://api.openai.com/v1\"\napi_key_env = \"{KEY}\"\nmodel = \"m\"\n"
+        ),
+    ] {
+        let e = err(&path, &text, &[]);
+        assert!(e.contains(":3:"), "{e}");
+        assert!(e.contains("environment variable"), "{e}");
+        assert!(!e.contains("5f3a9c1e"), "the key was echoed: {e}");
+    }
+}
+
+#[test]
+fn flags_beat_spear_variables_which_beat_the_file() {
+    let (_d, path) = dir();
+    let text = "default_provider = \"local\"\nmode = \"safe\"\nresponse_max_tokens = 2048\n\
+                [providers.local]\nbase_url = \"http://127.0.0.1:11434/v1/\"\nmodel = \"file-model\"\n\
+                context_window = 32768\nheaders = { \"X-Title\" = \"Spear\" }\n\
+                [providers.other]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"o\"\n";
+    let s = load_text(&path, text, &[], &Flags::default()).unwrap();
+    assert_eq!(s.provider.name, "local");
+    assert_eq!(s.provider.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(s.provider.model, "file-model");
+    assert_eq!(s.provider.context_window, Some(32768));
+    assert_eq!(s.provider.headers.len(), 1);
+    assert_eq!(s.mode, ExecutionMode::Safe);
+    assert_eq!(s.response_max_tokens, 2048);
+    // A configured provider without api_key_env gets no key, even with OPENAI_API_KEY set.
+    let s = load_text(
+        &path,
+        text,
+        &[
+            ("OPENAI_API_KEY", KEY),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"),
+        ],
+        &Flags::default(),
+    )
+    .unwrap();
+    assert!(s.provider.api_key.is_none());
+    assert_eq!(s.provider.base_url, "http://127.0.0.1:11434/v1");
+    let env = [
+        ("SPEAR_BASE_URL", "http://127.0.0.1:8000/v1"),
+        ("SPEAR_MODEL", "env-model"),
+        ("SPEAR_RESPONSE_MAX_TOKENS", "512"),
+        ("SPEAR_REFUSAL_REPEATS", "3"),
+        ("SPEAR_API_KEY", KEY),
+    ];
+    let s = load_text(&path, text, &env, &Flags::default()).unwrap();
+    assert_eq!(s.provider.base_url, "http://127.0.0.1:8000/v1");
+    assert_eq!(s.provider.model, "env-model");
+    assert_eq!(s.response_max_tokens, 512);
+    assert_eq!(s.refusal_repeats, 3);
+    assert_eq!(s.provider.api_key.as_ref().unwrap().expose_secret(), KEY);
+    let flags = Flags {
+        provider: Some("other".into()),
+        model: Some("flag-model".into()),
+        mode: Some(ExecutionMode::Auto),
+        network: true,
+    };
+    let s = load_text(&path, text, &[("SPEAR_MODEL", "env-model")], &flags).unwrap();
+    assert_eq!(s.provider.name, "other");
+    assert_eq!(s.provider.model, "flag-model");
+    assert_eq!(s.mode, ExecutionMode::Auto);
+    assert!(s.network);
+    let e = load_text(
+        &path,
+        text,
+        &[("SPEAR_RESPONSE_MAX_TOKENS", "lots")],
+        &Flags::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("SPEAR_RESPONSE_MAX_TOKENS:") && e.contains("lots"),
+        "{e}"
+    );
+    let e = load_text(
+        &path,
+        text,
+        &[],
+        &Flags {
+            provider: Some("gone".into()),
+            ..Flags::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`gone`") && e.contains("local, other"), "{e}");
+}
+
+#[test]
+fn a_missing_key_or_model_says_how_to_provide_it() {
+    let (_d, path) = dir();
+    let text = "[providers.router]\nbase_url = \"https://openrouter.ai/api/v1\"\napi_key_env = \"ROUTER_KEY\"\nmodel = \"m\"\n";
+    let e = err(&path, text, &[]);
+    assert!(
+        e.contains("no API key") && e.contains("$ROUTER_KEY") && e.contains("export ROUTER_KEY"),
+        "{e}"
+    );
+    let s = load_text(&path, text, &[("ROUTER_KEY", KEY)], &Flags::default()).unwrap();
+    assert_eq!(s.provider.api_key.unwrap().expose_secret(), KEY);
+    // The built-in provider at OpenAI needs one; a local base URL does not.
+    let e = err(&path, "", &[("SPEAR_MODEL", "m")]);
+    assert!(
+        e.contains("OPENAI_API_KEY") && e.contains("SPEAR_API_KEY"),
+        "{e}"
+    );
+    let s = load_text(
+        &path,
+        "",
+        &[
+            ("SPEAR_MODEL", "m"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"),
+        ],
+        &Flags::default(),
+    )
+    .unwrap();
+    assert!(s.provider.api_key.is_none());
+    let e = err(&path, "", &[("OPENAI_API_KEY", KEY)]);
+    assert!(e.contains("--model") && e.contains("SPEAR_MODEL"), "{e}");
+}
+
+#[test]
+fn the_key_never_shows_in_debug_or_errors() {
+    let (_d, path) = dir();
+    let text = "[providers.p]\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"P_KEY\"\nmodel = \"m\"\nheaders = { \"api-key\" = \"header-secret-77\" }\n";
+    let s = load_text(&path, text, &[("P_KEY", KEY)], &Flags::default()).unwrap();
+    // Positive control: the key and the header were read.
+    assert_eq!(s.provider.api_key.as_ref().unwrap().expose_secret(), KEY);
+    assert_eq!(s.provider.headers[0].1.expose_secret(), "header-secret-77");
+    let shown = format!("{s:?} {:?}", s.provider);
+    assert!(
+        !shown.contains("5f3a9c1e") && !shown.contains("header-secret-77"),
+        "{shown}"
+    );
+    let e = load_text(
+        &path,
+        &format!("{text}mode = 3\n"),
+        &[("P_KEY", KEY)],
+        &Flags::default(),
+    )
+    .unwrap_err();
+    assert!(!format!("{e} {e:?}").contains("5f3a9c1e"));
+}
+
+#[test]
+fn the_readme_configuration_resolves_for_every_provider_it_shows() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("## Connect a model")
+        .expect("the README has a Connect a model section")..];
+    let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let (_d, path) = dir();
+    let env = [("OPENAI_API_KEY", KEY), ("OPENROUTER_API_KEY", KEY)];
+    let mut seen = Vec::new();
+    for name in ["openai", "openrouter", "ollama", "vllm", "llamacpp"] {
+        let flags = Flags {
+            provider: Some(name.into()),
+            ..Flags::default()
+        };
+        let s = load_text(&path, block, &env, &flags).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(s.provider.base_url.ends_with("/v1"), "{name}");
+        assert!(!s.provider.model.is_empty());
+        seen.push((name, s.provider.api_key.is_some()));
+    }
+    assert_eq!(
+        seen,
+        [
+            ("openai", true),
+            ("openrouter", true),
+            ("ollama", false),
+            ("vllm", false),
+            ("llamacpp", false)
+        ]
+    );
+    // Without --provider, the file's default.
+    assert_eq!(
+        load_text(&path, block, &env, &Flags::default())
+            .unwrap()
+            .provider
+            .name,
+        "openai"
+    );
+}
