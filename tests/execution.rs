@@ -45,3 +45,6 @@ mod signals;
 
 #[path = "execution/changes.rs"]
 mod changes;
+
+#[path = "execution/descriptors.rs"]
+mod descriptors;

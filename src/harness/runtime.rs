@@ -198,8 +198,7 @@ impl CommandRunner {
             host_read_paths,
             network: SandboxNetwork::Closed,
             info_fd: -1,
-            userns_block_fd: -1,
-            block_fd: None,
+            gate_fd: -1,
             seccomp_fd: -1,
             command,
         })

@@ -103,6 +103,10 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
             for (resource, limit) in &limits {
                 rustix::process::setrlimit(*resource, *limit)?;
             }
+            // Nothing Spear inherited from whatever started it (a shell, an editor, `make`)
+            // may reach the child: every descriptor past stdio is closed at exec, and then the
+            // few the launch needs are let through again.
+            close_inherited_at_exec();
             for fd in &fds {
                 // SAFETY: the fd was open in the parent at fork time and stays open in the child
                 // until exec; borrowing it for one fcntl is sound.
@@ -141,6 +145,35 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         stdout: stdout.transpose().map_err(ProcessError::Pidfd)?,
         stderr: stderr.transpose().map_err(ProcessError::Pidfd)?,
     })
+}
+
+/// Mark every descriptor from 3 up close-on-exec. Marking rather than closing keeps the
+/// standard library's own exec-error pipe working until the exec itself. Runs between fork and
+/// exec: raw system calls only, no allocation.
+fn close_inherited_at_exec() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on open descriptors.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3 as libc::c_uint,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return;
+    }
+    // Kernels before 5.11 have no CLOSE_RANGE_CLOEXEC: mark each possible descriptor below
+    // the open-file limit (a closed one answers EBADF, which is fine).
+    let limit = rustix::process::getrlimit(Resource::Nofile)
+        .current
+        .unwrap_or(1 << 20)
+        .min(1 << 20) as libc::c_int;
+    for fd in 3..limit {
+        // SAFETY: F_SETFD only changes the descriptor's close-on-exec flag.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
 }
 
 fn register(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {

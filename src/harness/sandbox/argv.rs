@@ -119,10 +119,8 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     a.one("--chdir", &spec.workspace);
 
     a.one("--info-fd", spec.info_fd.to_string());
-    a.one("--userns-block-fd", spec.userns_block_fd.to_string());
-    if let Some(fd) = spec.block_fd {
-        a.one("--block-fd", fd.to_string());
-    }
+    a.one("--userns-block-fd", spec.gate_fd.to_string());
+    a.one("--block-fd", spec.gate_fd.to_string());
     a.one("--seccomp", spec.seccomp_fd.to_string());
     a.flag("--clearenv");
     for (k, v) in &spec.env {
@@ -173,8 +171,7 @@ mod tests {
             env: vec![("HOME".into(), "/home/u".into())],
             network: SandboxNetwork::Closed,
             info_fd: 3,
-            userns_block_fd: 4,
-            block_fd: None,
+            gate_fd: 4,
             seccomp_fd: 7,
             command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
         }
@@ -199,7 +196,7 @@ mod tests {
     fn read_only_workspace() {
         let got = build_argv(&spec());
         let want = words(&format!(
-            "{HEAD} --ro-bind /w /w --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
+            "{HEAD} --ro-bind /w /w --chdir /w --info-fd 3 --userns-block-fd 4 --block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
     }
@@ -218,7 +215,7 @@ mod tests {
         let want = words(&format!(
             "{HEAD} --bind /w /w --bind /w/.git /w/.git \
              --ro-bind /w/.git/config /w/.git/config --ro-bind /dev/null /w/.git/hooks \
-             --ro-bind /opt/tool /opt/tool --chdir /w --info-fd 3 --userns-block-fd 4 {TAIL}"
+             --ro-bind /opt/tool /opt/tool --chdir /w --info-fd 3 --userns-block-fd 4 --block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
     }
@@ -230,12 +227,11 @@ mod tests {
             resolv_conf_fd: 5,
             resolv_conf_dest: "/etc/resolv.conf".into(),
         };
-        s.block_fd = Some(6);
 
         let got = build_argv(&s);
         let want = words(&format!(
             "{HEAD} --ro-bind-data 5 /etc/resolv.conf --ro-bind /w /w --chdir /w \
-             --info-fd 3 --userns-block-fd 4 --block-fd 6 {TAIL}"
+             --info-fd 3 --userns-block-fd 4 --block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
     }

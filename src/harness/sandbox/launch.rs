@@ -63,9 +63,10 @@ impl StatusPipe {
 
 pub struct Running {
     child: HeldChild,
-    /// The write ends of bwrap's gates, in the order they open: `--userns-block-fd` (setup
-    /// continues) and `--block-fd` (the command starts).
-    gates: Vec<OwnedFd>,
+    /// The write end of bwrap's gate pipe and how many of its gates are still shut: the first
+    /// byte opens `--userns-block-fd` (setup continues), the second `--block-fd` (the command
+    /// starts). Closing the pipe would open every gate at once, so it is kept until the last.
+    gates: Option<(OwnedFd, u8)>,
     spawned: std::time::Instant,
     released: Option<std::time::Instant>,
     status: pipe::Receiver,
@@ -129,7 +130,7 @@ impl Running {
         };
         Ok(Running {
             child,
-            gates: Vec::new(),
+            gates: None,
             spawned: std::time::Instant::now(),
             released: None,
             status,
@@ -139,22 +140,26 @@ impl Running {
         })
     }
 
-    /// Keep the write end of a gate; `open_gate` opens them in order.
-    pub fn hold_gate(&mut self, gate_write: OwnedFd) {
-        self.gates.push(gate_write);
+    /// Keep the write end of the gate pipe bwrap waits on `shut` times; `open_gate` opens
+    /// them in order.
+    pub fn hold_gates(&mut self, gate_write: OwnedFd, shut: u8) {
+        self.gates = Some((gate_write, shut));
     }
 
-    /// Open the next gate bwrap waits on.
+    /// Open the next gate bwrap waits on (one byte; the pipe is closed after the last).
     pub fn open_gate(&mut self) {
-        if !self.gates.is_empty() {
-            let fd = self.gates.remove(0);
-            let _ = rustix::io::write(&fd, b"1");
+        if let Some((fd, shut)) = &mut self.gates {
+            let _ = rustix::io::write(&*fd, b"1");
+            *shut = shut.saturating_sub(1);
+            if *shut == 0 {
+                self.gates = None;
+            }
         }
     }
 
     /// Open every remaining gate: the command starts.
     pub fn release(&mut self) {
-        while !self.gates.is_empty() {
+        while self.gates.is_some() {
             self.open_gate();
         }
         self.released.get_or_insert_with(std::time::Instant::now);

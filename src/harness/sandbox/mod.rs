@@ -266,23 +266,21 @@ impl BubblewrapSandbox {
     ) -> Result<Running, SandboxError> {
         let info = StatusPipe::new()?;
         let gate = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
-        let (userns_read, userns_write) = gate().map_err(std::io::Error::from)?;
+        // One pipe, two gates (see `SandboxSpec::gate_fd`): the first byte lets bwrap go on
+        // once the id maps are written; the second holds the command itself until the caller
+        // releases it, so the namespace settings (and, on the network path, slirp) are made
+        // while bwrap mounts.
+        let (gate_read, gate_write) = gate().map_err(std::io::Error::from)?;
         spec.info_fd = info.write.as_raw_fd();
-        spec.userns_block_fd = userns_read.as_raw_fd();
+        spec.gate_fd = gate_read.as_raw_fd();
         child_fds.push(info.write);
-        child_fds.push(userns_read);
-        // The second gate holds the command itself until the caller releases it, so the
-        // namespace settings (and, on the network path, slirp) are made while bwrap mounts.
-        let (block_read, block_write) = gate().map_err(std::io::Error::from)?;
-        spec.block_fd = Some(block_read.as_raw_fd());
-        child_fds.push(block_read);
+        child_fds.push(gate_read);
         let filter = seccomp::program_fd()?;
         spec.seccomp_fd = filter.as_raw_fd();
         child_fds.push(filter);
         let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
         running.cancel_on(limits.cancel.clone());
-        running.hold_gate(userns_write);
-        running.hold_gate(block_write);
+        running.hold_gates(gate_write, 2);
         let mapped = match running.inner(STATUS_LIMIT.min(timeout)).await {
             None => Err(None),
             Some(inner) => write_id_maps(inner).map_err(Some),

@@ -89,12 +89,15 @@ pub struct SandboxSpec {
     pub network: SandboxNetwork,
     /// The fd bwrap reports `child-pid` and the PID namespace on (`--info-fd`).
     pub info_fd: i32,
-    /// The fd bwrap waits on right after creating the namespaces, before any setup
-    /// (`--userns-block-fd`): Spear writes the id maps, the process cap and the network first.
-    pub userns_block_fd: i32,
-    /// The fd bwrap waits on after its setup, before the command (`--block-fd`): the network
-    /// path attaches slirp4netns there, once bwrap is done configuring loopback.
-    pub block_fd: Option<i32>,
+    /// The read end of the gate pipe bwrap waits on twice: once right after creating the
+    /// namespaces (`--userns-block-fd`, read by bwrap's outer process: Spear writes the id maps
+    /// first), and once after its setup, before the command (`--block-fd`, read by the process
+    /// that becomes the command: the namespace settings and slirp4netns are made meanwhile).
+    /// One pipe for both because bwrap closes its `--block-fd` before the exec but never its
+    /// copy of `--userns-block-fd`, which would otherwise reach the command. Each wait consumes
+    /// one byte, and the second cannot begin before the first has ended (bwrap's outer process
+    /// reads its byte before it lets the inner one go on).
+    pub gate_fd: i32,
     /// The fd bwrap reads the seccomp program from (`--seccomp`), applied just before the
     /// command is executed (see [`super::seccomp`]).
     pub seccomp_fd: i32,
