@@ -118,7 +118,7 @@ pub async fn run_with_slirp(
         Ok(h) => h,
         Err(why) => {
             // Nothing ran yet; take the blocked sandbox down and report the setup failure.
-            if running.kill_all().await.is_err() {
+            if sandbox.kill_confirmed(&running).await.is_err() {
                 sandbox.poison_network();
             }
             return Err(SandboxError::Unavailable(format!(

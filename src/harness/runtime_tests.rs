@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::harness::primitives::{Capability, CapabilitySet};
+use std::sync::atomic::Ordering;
 
 #[test]
 fn home_falls_back_when_the_host_one_is_unsuitable() {
@@ -75,4 +76,107 @@ async fn a_sandbox_dropped_before_its_release_never_runs_the_command() {
         !Path::new(&format!("/proc/{pid}")).exists(),
         "bwrap outlived its dropped Running"
     );
+}
+
+fn networked_profile() -> ExecutionProfile {
+    let caps = CapabilitySet::of(&[
+        Capability::WorkspaceRead,
+        Capability::WorkspaceWrite,
+        Capability::ShellComplex,
+        Capability::Network,
+    ]);
+    ExecutionProfile::from_granted(caps, Vec::new())
+}
+
+fn runner_in(dir: &tempfile::TempDir) -> CommandRunner {
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    CommandRunner::new(RunnerConfig::for_workspace(&ws)).unwrap()
+}
+
+async fn run_cmd(runner: &CommandRunner, profile: ExecutionProfile, cmd: &str) -> ToolResult {
+    let req = RunRequest {
+        command: cmd.into(),
+        profile,
+        timeout: Some(Duration::from_secs(20)),
+    };
+    runner
+        .run(&req, &mut crate::harness::process::NullSink)
+        .await
+}
+
+fn inject(runner: &CommandRunner, setup: bool, unconfirmed: bool) {
+    let f = &runner.sandbox().faults;
+    f.namespace_setup.store(setup, Ordering::SeqCst);
+    f.unconfirmed_kill.store(unconfirmed, Ordering::SeqCst);
+}
+
+/// Issue 8, item 6: a namespace-setup failure on the network path whose kill cannot be
+/// confirmed poisons every later network request; closed-network commands still run.
+#[tokio::test]
+async fn a_network_setup_failure_with_an_unconfirmed_kill_poisons_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = runner_in(&dir);
+    // Positive control: the network path works here before anything is injected.
+    runner.ensure_network().await.unwrap();
+    let ok = run_cmd(&runner, networked_profile(), "grep -q tap0 /proc/net/dev").await;
+    assert_eq!(ok.status, ToolStatus::Ok, "{ok:?}");
+    assert!(!runner.sandbox().network_containment_failed());
+
+    inject(&runner, true, true);
+    let failed = run_cmd(&runner, networked_profile(), "true").await;
+    assert_eq!(failed.status, ToolStatus::Failed, "{failed:?}");
+    assert!(
+        failed.reason.as_deref().unwrap_or("").contains("could not be confirmed"),
+        "{failed:?}"
+    );
+    assert!(runner.sandbox().network_containment_failed());
+
+    // Every later network request is refused, even with the faults gone.
+    inject(&runner, false, false);
+    let refused = run_cmd(&runner, networked_profile(), "true").await;
+    assert_eq!(refused.status, ToolStatus::Failed, "{refused:?}");
+    assert!(
+        refused
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("network_containment_failed"),
+        "{refused:?}"
+    );
+    // The closed path is not poisoned.
+    let closed = run_cmd(&runner, ExecutionProfile::read_only(), "true").await;
+    assert_eq!(closed.status, ToolStatus::Ok, "{closed:?}");
+}
+
+/// The same failure with the kill confirmed refuses that one launch and poisons nothing.
+#[tokio::test]
+async fn a_network_setup_failure_with_a_confirmed_kill_poisons_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = runner_in(&dir);
+    runner.ensure_network().await.unwrap();
+    inject(&runner, true, false);
+    let failed = run_cmd(&runner, networked_profile(), "true").await;
+    assert_eq!(failed.status, ToolStatus::Failed, "{failed:?}");
+    assert!(!runner.sandbox().network_containment_failed());
+    inject(&runner, false, false);
+    let ok = run_cmd(&runner, networked_profile(), "true").await;
+    assert_eq!(ok.status, ToolStatus::Ok, "{ok:?}");
+}
+
+/// The network preflight has the same rule: its own setup failure with an unconfirmed kill
+/// poisons the network for the sandbox.
+#[tokio::test]
+async fn a_network_preflight_setup_failure_with_an_unconfirmed_kill_poisons_the_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = runner_in(&dir);
+    runner.ensure_sandbox().await.unwrap();
+    inject(&runner, true, true);
+    let why = runner.ensure_network().await.unwrap_err();
+    assert!(why.contains("could not be confirmed"), "{why}");
+    assert!(runner.sandbox().network_containment_failed());
+    // Positive control: closed-network commands still run on the same sandbox.
+    inject(&runner, false, false);
+    let closed = run_cmd(&runner, ExecutionProfile::read_only(), "true").await;
+    assert_eq!(closed.status, ToolStatus::Ok, "{closed:?}");
 }

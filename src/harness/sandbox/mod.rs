@@ -107,6 +107,19 @@ pub struct BubblewrapSandbox {
     /// Set when a sandbox on the network path was told to die and its death could not be
     /// confirmed: every later network request is refused for the life of this instance.
     network_containment_failed: AtomicBool,
+    #[cfg(test)]
+    pub(crate) faults: Faults,
+}
+
+/// Failures a unit test injects into a launch to prove how each is handled; they do not exist
+/// in the shipped binary.
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    /// The namespace settings fail after bwrap created the namespaces.
+    pub namespace_setup: AtomicBool,
+    /// A kill of the sandbox is reported unconfirmed (the processes are still killed).
+    pub unconfirmed_kill: AtomicBool,
 }
 
 impl BubblewrapSandbox {
@@ -119,6 +132,8 @@ impl BubblewrapSandbox {
             preflight: tokio::sync::Mutex::new(None),
             net_preflight: tokio::sync::Mutex::new(HashMap::new()),
             network_containment_failed: AtomicBool::new(false),
+            #[cfg(test)]
+            faults: Faults::default(),
         }
     }
 
@@ -291,24 +306,54 @@ impl BubblewrapSandbox {
             match running.held_inner() {
                 // bwrap now mounts meanwhile; if it died of that, its own words explain the
                 // failure better than the helper's step number, and `finish` reports them.
-                Some(inner) => configure(inner, limits).map_err(|e| inner.is_alive().then_some(e)),
+                Some(inner) => configure(inner, limits)
+                    .and_then(|()| self.injected_setup_failure())
+                    .map_err(|e| inner.is_alive().then_some(e)),
                 None => Err(None),
             }
         });
-        match setup {
-            Ok(()) => Ok(running),
-            // bwrap ended or hung before its command: nothing ran; finish reports bwrap's words.
-            Err(None) => {
-                let _ = running.kill_all().await;
-                Ok(running)
+        let failure = match setup {
+            Ok(()) => return Ok(running),
+            Err(f) => f,
+        };
+        // Nothing ran; the blocked sandbox is taken down, and whether it died is checked: a
+        // network sandbox whose death is unconfirmed may still hold a namespace a helper could
+        // be attached to, so every later network request is refused (containment poisoning).
+        let unconfirmed = self.kill_confirmed(&running).await.err().map(|e| {
+            if limits.netns.is_some() {
+                self.poison_network();
             }
-            Err(Some(e)) => {
-                let _ = running.kill_all().await;
-                Err(SandboxError::NamespaceSetup(format!(
-                    "the sandbox's namespaces could not be prepared: {e}"
-                )))
-            }
+            format!(" The sandbox's death could not be confirmed: {e}.")
+        });
+        match (failure, unconfirmed) {
+            // bwrap ended or hung before its command: finish reports bwrap's words.
+            (None, None) => Ok(running),
+            (None, Some(why)) => Err(SandboxError::NamespaceSetup(format!(
+                "bwrap ended or hung before its command started.{why}"
+            ))),
+            (Some(e), why) => Err(SandboxError::NamespaceSetup(format!(
+                "the sandbox's namespaces could not be prepared: {e}.{}",
+                why.unwrap_or_default()
+            ))),
         }
+    }
+
+    /// Kill every process of a launch and confirm it through the pidfds.
+    pub(crate) async fn kill_confirmed(&self, running: &Running) -> Result<(), ProcessError> {
+        let killed = running.kill_all().await;
+        #[cfg(test)]
+        if self.faults.unconfirmed_kill.load(Ordering::SeqCst) {
+            return Err(ProcessError::DeathUnconfirmed);
+        }
+        killed
+    }
+
+    fn injected_setup_failure(&self) -> std::io::Result<()> {
+        #[cfg(test)]
+        if self.faults.namespace_setup.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("injected namespace setup failure"));
+        }
+        Ok(())
     }
 
     /// Spawn bwrap for `spec` (its fds already assigned), wrapped in a systemd scope when cgroup
