@@ -48,3 +48,6 @@ mod changes;
 
 #[path = "execution/descriptors.rs"]
 mod descriptors;
+
+#[path = "execution/orphans.rs"]
+mod orphans;

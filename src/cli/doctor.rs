@@ -115,6 +115,30 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     filter.refused_calls = Some(seccomp::refused_calls());
     checks.push(filter);
     checks.push(check("kernel_view", true, walls.proc_sys));
+    checks.push(check(
+        "sandbox_ledger",
+        false,
+        match runner.ledger_sweep() {
+            Some(swept) => Ok(format!(
+                "every launch is recorded until its death is confirmed, so a Spear killed \
+                 mid-launch leaves nothing behind for long: this start ended {} process(es) of {} \
+                 dead Spear launch(es){}",
+                swept.ended,
+                swept.stale,
+                match swept.unconfirmed {
+                    0 => String::new(),
+                    n => format!(", {n} could not be confirmed dead and are kept for the next start"),
+                }
+            )),
+            None => Err((
+                Verdict::Missing,
+                "no sandbox ledger could be kept (no writable state directory outside the \
+                 workspace), so a sandbox left by a Spear killed mid-launch is not ended later"
+                    .into(),
+                "set XDG_STATE_HOME or HOME to a writable directory outside the workspace".into(),
+            )),
+        },
+    ));
     let slirp = runner.sandbox().slirp().map(|p| p.to_path_buf());
     checks.push(check(
         "slirp4netns",

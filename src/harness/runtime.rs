@@ -20,7 +20,7 @@ use crate::harness::resource_control::{
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxNetwork, SandboxSpec, TmpfsSizes, env, spec,
+    SandboxLedger, SandboxNetwork, SandboxSpec, SweepReport, TmpfsSizes, env, ledger, spec,
 };
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 
@@ -49,18 +49,24 @@ pub struct RunnerConfig {
     pub network_allow: Vec<IpPrefix>,
     /// Entries the before/after snapshot of a writable run records at most (`changed_paths`).
     pub snapshot_max_entries: usize,
+    /// Where launches are recorded until their processes are confirmed dead, so the next
+    /// runner ends what a killed Spear left (`$XDG_STATE_HOME/spear/sandboxes`); outside every
+    /// mount the sandbox gets.
+    pub ledger_dir: Option<PathBuf>,
 }
 
 impl RunnerConfig {
     /// Defaults for `workspace`, with this process's environment and `PATH`.
     pub fn for_workspace(workspace: impl Into<PathBuf>) -> Self {
+        let host_env: Vec<(String, String)> = std::env::vars().collect();
         RunnerConfig {
             workspace: workspace.into(),
             protected_paths: Vec::new(),
             resource_limits: ResourceLimits::default(),
             cgroup_limits: CgroupLimits::default(),
             default_timeout: DEFAULT_TIMEOUT,
-            host_env: std::env::vars().collect(),
+            ledger_dir: ledger::default_dir(&host_env),
+            host_env,
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs: TmpfsSizes::DEFAULT,
             network_allow: Vec::new(),
@@ -96,12 +102,20 @@ pub struct CommandRunner {
     protected: Vec<PathBuf>,
     home: PathBuf,
     sandbox: BubblewrapSandbox,
+    /// What the sandbox ledger's sweep at creation found (none: no ledger could be opened).
+    swept: Option<SweepReport>,
     scope: SystemdScopeRunner,
     simulated_missing: Vec<Mechanism>,
     host_loopback_for_tests: bool,
 }
 
 impl CommandRunner {
+    /// What ending dead Spears' sandboxes found when this runner was made; `None` when no
+    /// ledger could be kept (then a Spear killed mid-launch leaves nothing to sweep).
+    pub fn ledger_sweep(&self) -> Option<&SweepReport> {
+        self.swept.as_ref()
+    }
+
     pub fn new(config: RunnerConfig) -> Result<Self, SandboxError> {
         let workspace = std::fs::canonicalize(&config.workspace).map_err(|e| {
             SandboxError::Spec(format!(
@@ -128,8 +142,19 @@ impl CommandRunner {
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| PathBuf::from(v));
         let home = sandbox_home(host_home.as_deref(), &workspace);
+        let mut sandbox = BubblewrapSandbox::new(&config.search_path);
+        let mut swept = None;
+        // A ledger inside the workspace could be rewritten by the commands it guards.
+        if let Some(dir) = config.ledger_dir.as_deref().filter(|d| !d.starts_with(&workspace))
+            && let Ok(ledger) = SandboxLedger::open(dir)
+        {
+            let (with, report) = sandbox.with_ledger(ledger);
+            sandbox = with;
+            swept = Some(report);
+        }
         Ok(CommandRunner {
-            sandbox: BubblewrapSandbox::new(&config.search_path),
+            sandbox,
+            swept,
             scope: SystemdScopeRunner::for_host(&config.search_path),
             config,
             workspace,

@@ -94,12 +94,18 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         command.stdout(Stdio::null());
         command.stderr(stderr_file.map_or_else(Stdio::null, Stdio::from));
     }
+    let parent = rustix::process::getpid();
     // SAFETY: the closure runs between fork and exec and only makes raw system calls through
-    // rustix (no allocation, no locks): it reads the two vectors moved into it, which were
-    // allocated before the fork.
+    // rustix and libc (no allocation, no locks): it reads the two vectors moved into it, which
+    // were allocated before the fork.
     unsafe {
         command.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // A parent that died between the fork and the line above sent no signal: the child
+            // would exec orphaned, and bwrap reads the gates its dead parent held as open.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
             for (resource, limit) in &limits {
                 rustix::process::setrlimit(*resource, *limit)?;
             }
@@ -335,6 +341,33 @@ impl ForeignProcess {
         }
         Err(ProcessError::DeathUnconfirmed)
     }
+}
+
+/// SIGKILL the process numbered `pid` through a pidfd when `is_it()` holds with the pidfd
+/// open (checked after opening and found alive after, so the number named the pidfd's process
+/// throughout), and confirm its death within `limit`. `Ok(false)` when no such process was
+/// there. Needs no async runtime.
+pub fn kill_checked(
+    pid: i32,
+    is_it: impl Fn() -> bool,
+    limit: Duration,
+) -> Result<bool, ProcessError> {
+    let Some(fd) = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok())
+    else {
+        return Ok(false);
+    };
+    if !is_it() || !is_alive(&fd) {
+        return Ok(false);
+    }
+    sigkill_through(&fd).map_err(ProcessError::Pidfd)?;
+    let until = std::time::Instant::now() + limit;
+    while is_alive(&fd) {
+        if std::time::Instant::now() >= until {
+            return Err(ProcessError::DeathUnconfirmed);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(true)
 }
 
 /// A pidfd polls readable once its process has exited.

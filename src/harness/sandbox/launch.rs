@@ -7,12 +7,15 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
 
 use rustix::process::{Resource, Rlimit};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
+
+use super::ledger::LedgerEntry;
 
 use crate::harness::process::{
     BoundedCapture, CancelToken, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError,
@@ -73,6 +76,9 @@ pub struct Running {
     status_buf: Vec<u8>,
     inner: Option<ForeignProcess>,
     cancel: Option<CancelToken>,
+    /// Dropped last (after `Drop::drop` killed what it knew of): unless every process was
+    /// confirmed dead, it ends whatever still carries the launch's marker.
+    ledger: LedgerEntry,
 }
 
 /// bwrap reads a closed gate as an open one, so a `Running` must never close its gates with
@@ -99,17 +105,18 @@ impl Running {
         self.child.pid()
     }
 
-    /// Spawn `program argv`. `child_fds` are inherited by the child and closed here after the
-    /// spawn (the child holds its own copies).
+    /// Spawn `program argv` with the ledger entry's marker as `argv[0]`. `child_fds` are
+    /// inherited by the child and closed here after the spawn (the child holds its own copies).
     pub fn spawn(
         program: &Path,
         argv: &[OsString],
         status_read: OwnedFd,
         child_fds: Vec<OwnedFd>,
         rlimits: &[(Resource, Rlimit)],
+        ledger: LedgerEntry,
     ) -> Result<Running, ProcessError> {
         let mut command = Command::new(program);
-        command.args(argv).env_clear();
+        command.arg0(ledger.marker()).args(argv).env_clear();
         let raw: Vec<RawFd> = child_fds.iter().map(|f| f.as_raw_fd()).collect();
         let child = spawn_held(SpawnRequest {
             command,
@@ -137,6 +144,7 @@ impl Running {
             status_buf: Vec::new(),
             inner: None,
             cancel: None,
+            ledger,
         })
     }
 
@@ -286,6 +294,9 @@ impl Running {
                 }
             }
             end = exit.unwrap_or(End::TimedOut);
+        }
+        if containment.is_ok() && self.inner.as_ref().is_some_and(|i| !i.is_alive()) {
+            self.ledger.confirm_dead();
         }
         Outcome {
             end,

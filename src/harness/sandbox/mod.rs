@@ -6,6 +6,7 @@
 pub mod argv;
 pub mod env;
 pub(crate) mod launch;
+pub mod ledger;
 pub mod placeholders;
 pub mod preflight;
 mod preflight_cache;
@@ -16,6 +17,7 @@ pub mod tmpfs;
 
 pub use argv::build_argv;
 pub use launch::{End, Outcome};
+pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
@@ -107,6 +109,9 @@ pub struct BubblewrapSandbox {
     /// Set when a sandbox on the network path was told to die and its death could not be
     /// confirmed: every later network request is refused for the life of this instance.
     network_containment_failed: AtomicBool,
+    /// Where launches are recorded until their death is confirmed (none: launches are still
+    /// marked and ended on drop, but a Spear killed mid-launch leaves nothing to sweep).
+    ledger: Option<SandboxLedger>,
     #[cfg(test)]
     pub(crate) faults: Faults,
 }
@@ -132,9 +137,17 @@ impl BubblewrapSandbox {
             preflight: tokio::sync::Mutex::new(None),
             net_preflight: tokio::sync::Mutex::new(HashMap::new()),
             network_containment_failed: AtomicBool::new(false),
+            ledger: None,
             #[cfg(test)]
             faults: Faults::default(),
         }
+    }
+
+    /// Record launches in `ledger`, after ending what dead Spears left in it.
+    pub fn with_ledger(mut self, ledger: SandboxLedger) -> (Self, SweepReport) {
+        let report = ledger.sweep();
+        self.ledger = Some(ledger);
+        (self, report)
     }
 
     pub fn layout(&self) -> &HostLayout {
@@ -379,12 +392,21 @@ impl BubblewrapSandbox {
                 (program, it.collect())
             }
         };
+        // The entry is written before anything is spawned, so no launch goes unrecorded.
+        let entry = match &self.ledger {
+            Some(l) => l.record(),
+            None => LedgerEntry::unrecorded(),
+        }
+        .map_err(|e| {
+            SandboxError::Unavailable(format!("cannot record the launch in the sandbox ledger: {e}"))
+        })?;
         Ok(Running::spawn(
             &program,
             &argv,
             status_read,
             child_fds,
             &limits.rlimits,
+            entry,
         )?)
     }
 }
