@@ -51,3 +51,6 @@ mod descriptors;
 
 #[path = "execution/orphans.rs"]
 mod orphans;
+
+#[path = "execution/git_walls.rs"]
+mod git_walls;

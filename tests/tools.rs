@@ -10,6 +10,8 @@ mod cli;
 mod exposure;
 #[path = "tools/gates.rs"]
 mod gates;
+#[path = "tools/git_control.rs"]
+mod git_control;
 #[path = "tools/host.rs"]
 mod host;
 #[path = "tools/layers.rs"]

@@ -85,6 +85,21 @@ pub struct RunRequest {
     pub timeout: Option<Duration>,
 }
 
+/// Each of `paths` (absent before the command ran) that exists now, removed again; the flag
+/// says whether the removal worked.
+fn remove_created(paths: &[PathBuf]) -> Vec<(PathBuf, bool)> {
+    paths
+        .iter()
+        .filter_map(|p| {
+            let removed = match p.symlink_metadata().ok()? {
+                m if m.is_dir() => std::fs::remove_dir_all(p).is_ok(),
+                _ => std::fs::remove_file(p).is_ok(),
+            };
+            Some((p.clone(), removed))
+        })
+        .collect()
+}
+
 fn cancelled_before_start() -> ToolResult {
     ToolResult::cancelled("the task was cancelled before the command started; nothing ran")
 }
@@ -201,7 +216,9 @@ impl CommandRunner {
             .map(|p| spec::vet_host_read_path(p, &self.workspace))
             .collect::<Result<Vec<_>, _>>()?;
         let protections = if profile.workspace_write {
-            spec::plan_protections(&self.workspace, &self.protected)?
+            let mut protected = self.protected.clone();
+            protected.extend(spec::existing_git_controls(&self.workspace));
+            spec::plan_protections(&self.workspace, &protected)?
         } else {
             Vec::new()
         };
@@ -368,6 +385,14 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
+        let absent_controls: Vec<PathBuf> = match req.profile.workspace_write {
+            true => spec::UNPLACEABLE_GIT_CONTROLS
+                .iter()
+                .map(|p| self.workspace.join(p))
+                .filter(|p| p.symlink_metadata().is_err())
+                .collect(),
+            false => Vec::new(),
+        };
         let timeout = req.timeout.unwrap_or(self.config.default_timeout);
         let mut limits = self.launch_limits();
         limits.cancel = cancel.cloned();
@@ -396,6 +421,7 @@ impl CommandRunner {
                 WorkspaceSnapshot::take_after(&self.workspace, &b, &placeholders, max_entries);
             WorkspaceSnapshot::changes(&b, &after)
         });
+        let created = remove_created(&absent_controls);
         if let Some(h) = hold {
             h.release(&placeholders);
         }
@@ -403,6 +429,29 @@ impl CommandRunner {
             Ok(o) => self.to_result(o, timeout),
             Err(e) => ToolResult::failed(e.to_string()),
         };
+        if !created.is_empty() {
+            let names: Vec<String> = created
+                .iter()
+                .map(|(p, removed)| {
+                    let rel = p.strip_prefix(&self.workspace).unwrap_or(p).display();
+                    match removed {
+                        true => format!("`{rel}` (removed again)"),
+                        false => format!("`{rel}` (which could not be removed: remove it yourself)"),
+                    }
+                })
+                .collect();
+            let why = format!(
+                "the command created {}, which would point the repository at another \
+                 directory's config and hooks. Change the repository's layout yourself outside \
+                 Spear if you mean it",
+                names.join(", ")
+            );
+            result.status = ToolStatus::Failed;
+            result.reason = Some(match result.reason.take() {
+                Some(r) => format!("{r}; {why}"),
+                None => why,
+            });
+        }
         if let Some(c) = changes {
             result.changed_paths = c.all();
             result.changes = Some(Box::new(c));

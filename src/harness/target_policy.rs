@@ -48,6 +48,10 @@ pub enum TargetRule {
     ThirdParty,
     /// `.snapshots/`, `__snapshots__/` (configurable).
     Snapshot,
+    /// Anything inside a `.git` directory, a `.git` file (a gitdir link), and the control
+    /// files of a directory laid out as a git directory: each can make a later git command run
+    /// a program or read another repository's config. Not configurable.
+    GitControl,
 }
 
 impl TargetRule {
@@ -57,6 +61,7 @@ impl TargetRule {
             TargetRule::GeneratedHeader => "generated_header",
             TargetRule::ThirdParty => "third_party",
             TargetRule::Snapshot => "snapshot",
+            TargetRule::GitControl => "git_control",
         }
     }
 
@@ -67,6 +72,13 @@ impl TargetRule {
             }
             TargetRule::ThirdParty => "a third-party copy; change it upstream instead",
             TargetRule::Snapshot => "a snapshot; update it with the project's snapshot tool",
+            TargetRule::GitControl => {
+                "part of a git repository's control files (config, hooks, commondir, gitdir \
+                 files, info/, modules/, worktrees/), which can make a later git command run a \
+                 program, inside Spear or in your own shell; Spear refuses to change them in \
+                 every mode. If you mean it, make the change yourself outside Spear (for \
+                 example `git config KEY VALUE`, or your editor)"
+            }
         }
     }
 }
@@ -247,7 +259,11 @@ impl TargetPolicy {
         let refuse = |rule, resolved: Option<&Path>, matched: String| {
             refusal(rule, writer, written, resolved, matched)
         };
-        if let Some((rule, m)) = self.path_rule(&in_root_components(ws, written)) {
+        let as_written = in_root_components(ws, written);
+        if let Some(m) = git_control(&as_written) {
+            return Err(refuse(TargetRule::GitControl, None, m));
+        }
+        if let Some((rule, m)) = self.path_rule(&as_written) {
             return Err(refuse(rule, None, m));
         }
         match ws.resolve(written, Access::Read) {
@@ -256,10 +272,16 @@ impl TargetPolicy {
                 .map_err(|(rule, m)| refuse(rule, Some(p.resolved()), m)),
             // Outside the roots the workspace refuses it anyway; still judge where it leads.
             Err(r) => match r.resolved.as_deref() {
-                Some(res) => match self.path_rule(&in_root_components(ws, res)) {
-                    Some((rule, m)) => Err(refuse(rule, Some(res), m)),
-                    None => Ok(()),
-                },
+                Some(res) => {
+                    let comps = in_root_components(ws, res);
+                    match git_control(&comps) {
+                        Some(m) => Err(refuse(TargetRule::GitControl, Some(res), m)),
+                        None => match self.path_rule(&comps) {
+                            Some((rule, m)) => Err(refuse(rule, Some(res), m)),
+                            None => Ok(()),
+                        },
+                    }
+                }
                 None => Ok(()),
             },
         }
@@ -283,7 +305,11 @@ impl TargetPolicy {
         ws: &Workspace,
         p: &WorkspacePath,
     ) -> Result<(), (TargetRule, String)> {
-        if let Some(hit) = self.path_rule(&components(p.relative())) {
+        let comps = components(p.relative());
+        if let Some(m) = git_control(&comps).or_else(|| bare_git_dir(p.resolved(), ws)) {
+            return Err((TargetRule::GitControl, m));
+        }
+        if let Some(hit) = self.path_rule(&comps) {
             return Err(hit);
         }
         if !p.exists() || self.headers.is_empty() {
@@ -348,6 +374,42 @@ impl TargetPolicy {
     }
 }
 
+/// A path inside a `.git` directory, or a `.git` entry itself (the directory, or a gitdir
+/// file that points the repository elsewhere), at any depth.
+fn git_control(comps: &[String]) -> Option<String> {
+    comps
+        .iter()
+        .position(|c| c == ".git")
+        .map(|i| match comps.get(i + 1) {
+            Some(next) => format!(".git/{next}"),
+            None => ".git".to_string(),
+        })
+}
+
+/// The nearest directory at or above `target` (inside the workspace) that git would take for a
+/// git directory (a `HEAD` file beside `objects/` and `refs/`): writing anything in it could
+/// give a bare repository a config or hooks.
+fn bare_git_dir(target: &Path, ws: &Workspace) -> Option<String> {
+    let root = ws
+        .roots()
+        .iter()
+        .map(|r| r.path())
+        .find(|r| target.starts_with(r))?;
+    let mut dir = target.parent();
+    while let Some(d) = dir {
+        if !d.starts_with(root) {
+            break;
+        }
+        let is_git_dir = d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir();
+        if is_git_dir {
+            let rel = d.strip_prefix(root).unwrap_or(d);
+            return Some(format!("{}/ (laid out as a git directory)", rel.display()));
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 fn refusal(
     rule: TargetRule,
     writer: Writer,
@@ -357,6 +419,7 @@ fn refusal(
 ) -> TargetRefusal {
     let how = match rule {
         TargetRule::GeneratedHeader => format!("its header says `{matched}`"),
+        TargetRule::GitControl => format!("`{matched}`"),
         _ => format!("path component `{matched}`"),
     };
     let reached = match resolved {

@@ -82,6 +82,13 @@ pub fn sandbox_env(
     env.push(("TMPDIR".into(), tmpdir.display().to_string()));
     // Git must never prompt for credentials inside a sandbox nobody can type into.
     env.push(("GIT_TERMINAL_PROMPT".into(), "0".into()));
+    // A workspace folder laid out as a bare repository would otherwise give a read-only
+    // `git -C folder diff` its config (and with it `diff.external`): git must be told which
+    // repository to use before it uses a bare one. Command-line scope, which only the
+    // command's own environment can override, and that makes it at least SHELL_COMPLEX.
+    env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+    env.push(("GIT_CONFIG_KEY_0".into(), "safe.bareRepository".into()));
+    env.push(("GIT_CONFIG_VALUE_0".into(), "explicit".into()));
     env.sort();
     env.dedup_by(|a, b| a.0 == b.0);
     env
@@ -120,6 +127,9 @@ mod tests {
         assert_eq!(
             env,
             vec![
+                kv("GIT_CONFIG_COUNT", "1"),
+                kv("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+                kv("GIT_CONFIG_VALUE_0", "explicit"),
                 kv("GIT_TERMINAL_PROMPT", "0"),
                 kv("HOME", "/home/u"),
                 kv("LANG", "C.UTF-8"),

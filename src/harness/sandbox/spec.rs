@@ -132,8 +132,70 @@ pub const ETC_SECRETS: &[&str] = &[
     "/etc/docker/key.json",
 ];
 
-/// Paths inside every workspace that no command may write: git would run what they name.
-pub const ALWAYS_PROTECTED: &[&str] = &[".git/config", ".git/hooks"];
+/// Paths inside every workspace that no command may write: git would run what they name, or
+/// (`info/attributes` naming filter drivers) look up what to run. Absent ones get a placeholder.
+pub const ALWAYS_PROTECTED: &[&str] = &[
+    ".git/config",
+    ".git/hooks",
+    ".git/info",
+    ".git/config.worktree",
+];
+
+/// Control files git cannot tolerate as an empty placeholder (an empty `commondir` makes every
+/// git command fail): protected read-only when present, and when absent, removed again if a
+/// command created one (it would point the repository at a config the command wrote).
+pub const UNPLACEABLE_GIT_CONTROLS: &[&str] = &[".git/commondir"];
+
+/// The control files of the repository's submodules and linked worktrees that exist now, and
+/// an existing `.git/commondir`, relative to the workspace: each names a config or hooks git
+/// reads, so each is bound read-only. Bounded: at most 256 submodule directories are looked at.
+pub fn existing_git_controls(workspace: &Path) -> Vec<PathBuf> {
+    const NAMES: &[&str] = &["config", "hooks", "info", "commondir", "gitdir", "config.worktree"];
+    let git = Path::new(".git");
+    let mut out: Vec<PathBuf> = UNPLACEABLE_GIT_CONTROLS
+        .iter()
+        .map(PathBuf::from)
+        .filter(|p| workspace.join(p).symlink_metadata().is_ok())
+        .collect();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut stack = vec![git.join("modules")];
+    let mut looked = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(workspace.join(&d)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            looked += 1;
+            if looked > 256 {
+                break;
+            }
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let rel = d.join(e.file_name());
+            if workspace.join(&rel).join("HEAD").is_file() {
+                // A submodule's git directory; nested submodules live in its own modules/.
+                stack.push(rel.join("modules"));
+                dirs.push(rel);
+            } else {
+                // Submodules with a `/` in their name nest their directories.
+                stack.push(rel);
+            }
+        }
+    }
+    if let Ok(entries) = std::fs::read_dir(workspace.join(git).join("worktrees")) {
+        dirs.extend(entries.flatten().map(|e| git.join("worktrees").join(e.file_name())));
+    }
+    for d in dirs {
+        for n in NAMES {
+            let p = d.join(n);
+            if workspace.join(&p).symlink_metadata().is_ok() {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
 
 /// Probe the host's system view under `root` (normally `/`; tests pass a fake tree).
 pub fn probe_system(root: &Path) -> Vec<SystemEntry> {
