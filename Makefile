@@ -14,7 +14,7 @@ run: deps
 	./target/release/spear --workspace "$(CURDIR)"
 
 test: deps
-	$(CARGO) test --all-targets --no-fail-fast
+	$(CARGO) test --all-targets --features test-hooks --no-fail-fast
 	CARGO="$(CARGO)" scripts/test-unprivileged
 
 build:

@@ -4,6 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The hooks these tests use are kept out of every shipped build.
+#[cfg(not(feature = "test-hooks"))]
+compile_error!("the live execution suite needs `--features test-hooks` (`make test` passes it)");
+
 #[path = "execution/support.rs"]
 mod support;
 

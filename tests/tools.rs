@@ -10,6 +10,8 @@ mod cli;
 mod exposure;
 #[path = "tools/gates.rs"]
 mod gates;
+#[path = "tools/fail_closed.rs"]
+mod fail_closed;
 #[path = "tools/git_control.rs"]
 mod git_control;
 #[path = "tools/host.rs"]

@@ -192,6 +192,7 @@ impl CommandRunner {
         &self.config
     }
 
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn simulate_missing_for_tests(&mut self, m: Mechanism) {
         self.simulated_missing.push(m);
@@ -199,6 +200,7 @@ impl CommandRunner {
 
     /// Test-only: let the network path reach the host's loopback (slirp without
     /// `--disable-host-loopback`), so a test can prove the default really blocks it.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn allow_host_loopback_for_tests(&mut self) {
         self.host_loopback_for_tests = true;

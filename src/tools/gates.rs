@@ -9,8 +9,25 @@ use crate::harness::workspace::{Access, PathRefusalKind, WorkspacePath};
 use crate::tools::handler::{Gate, Refusal, Target, TargetAccess};
 use crate::tools::host::SpearHost;
 
+/// A workspace path that passed the router's gates for the access its target declared. Only
+/// `gate_target` makes one (its field is private to this module), and `SpearHost` writes and
+/// deletes only through one, so an action changes exactly what its plan named and the gates let
+/// through: it cannot resolve a path of its own and write it.
+#[derive(Debug, Clone)]
+pub struct GatedPath {
+    path: WorkspacePath,
+}
+
+impl std::ops::Deref for GatedPath {
+    type Target = WorkspacePath;
+
+    fn deref(&self) -> &WorkspacePath {
+        &self.path
+    }
+}
+
 /// Resolve one target, or say why not.
-pub fn gate_target(host: &SpearHost, t: &Target) -> Result<WorkspacePath, Refusal> {
+pub fn gate_target(host: &SpearHost, t: &Target) -> Result<GatedPath, Refusal> {
     let access = match t.access {
         TargetAccess::Read | TargetAccess::Search => Access::Read,
         TargetAccess::Write(_) => Access::Write,
@@ -35,7 +52,7 @@ pub fn gate_target(host: &SpearHost, t: &Target) -> Result<WorkspacePath, Refusa
             )
         })?;
     }
-    Ok(resolved)
+    Ok(GatedPath { path: resolved })
 }
 
 /// The writes a command makes: none may leave the project for a sibling or climb out of it, and

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::harness::command_policy::{CommandAssessment, CommandClass, ExecutionProfile};
 use crate::harness::primitives::ToolResult;
 use crate::harness::target_policy::Writer;
-use crate::harness::workspace::WorkspacePath;
+use crate::tools::gates::GatedPath;
 use crate::tools::executor::{CancelToken, OutputTap};
 use crate::tools::host::SpearHost;
 use crate::tools::result_store::StoredOutput;
@@ -124,7 +124,7 @@ pub struct Plan {
 pub struct RunContext<'a> {
     pub call_id: &'a str,
     /// The targets, resolved, in plan order.
-    pub paths: &'a [WorkspacePath],
+    pub paths: &'a [GatedPath],
     /// The contract authorization produced (read-only for calls that needed no authorization).
     pub profile: &'a ExecutionProfile,
     /// The task's cancellation: a running command stops when it is cancelled.
@@ -165,7 +165,7 @@ pub trait Action: Send {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[WorkspacePath],
+        _paths: &[GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(None)
     }

@@ -16,6 +16,7 @@ use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
+use crate::tools::gates::GatedPath;
 use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
 use crate::tools::host_command::HostCommand;
 use crate::tools::knowledge;
@@ -112,6 +113,23 @@ impl SpearHost {
         self.target_policy.check_command_writes(&self.workspace, a)
     }
 
+    /// What a host command (`spear-capability`, `spear-knowledge`) amounts to: read-only,
+    /// since SpearHost answers it itself and nothing reaches a shell.
+    pub fn host_command_assessment(
+        &self,
+        command: &str,
+        classified: &CommandAssessment,
+    ) -> CommandAssessment {
+        CommandAssessment {
+            command: command.to_string(),
+            class: crate::harness::command_policy::CommandClass::ReadOnly,
+            executables: classified.executables.clone(),
+            writes: Vec::new(),
+            network: false,
+            reasons: vec!["a host command: Spear answers it itself and runs nothing".into()],
+        }
+    }
+
     pub fn classify(&self, command: &str) -> CommandAssessment {
         self.command_policy.classify(command)
     }
@@ -133,11 +151,13 @@ impl SpearHost {
         self.workspace.read(p)
     }
 
-    pub fn write_atomic(&self, p: &WorkspacePath, bytes: &[u8]) -> Result<WriteOutcome, FsError> {
+    /// Write a path the router's gates let through for writing (see [`GatedPath`]).
+    pub fn write_atomic(&self, p: &GatedPath, bytes: &[u8]) -> Result<WriteOutcome, FsError> {
         self.workspace.write_atomic(p, bytes)
     }
 
-    pub fn delete(&self, p: &WorkspacePath) -> Result<(), FsError> {
+    /// Delete a path the router's gates let through for deleting.
+    pub fn delete(&self, p: &GatedPath) -> Result<(), FsError> {
         self.workspace.delete(p)
     }
 

@@ -251,10 +251,11 @@ impl ToolRouter {
             // `before` work, so nothing that must be recorded is lost here.
             let _ = o.before(&start);
         }
-        let assessment = plan
-            .command
-            .clone()
-            .or_else(|| (!writes.is_empty()).then(|| write_assessment(&spec.name, &writes)));
+        // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
+        // its plan forgot to name what it writes.
+        let assessment = plan.command.clone().or_else(|| {
+            (!writes.is_empty() || spec.mutates).then(|| write_assessment(&spec.name, &writes))
+        });
         let (profile, decision) = match assessment {
             None => (ExecutionProfile::read_only(), Decision::Allowed),
             Some(a) => self.authorize(turn, &a)?,
@@ -427,15 +428,22 @@ impl ToolRouter {
 /// A file tool's write, as the command policy sees it: WORKSPACE_MUTATING, so the same
 /// authorization applies (SAFE refuses, ASK asks, AUTO allows).
 fn write_assessment(tool: &str, writes: &[&str]) -> CommandAssessment {
+    let mut reasons: Vec<String> = writes
+        .iter()
+        .map(|w| format!("{tool} changes `{w}`"))
+        .collect();
+    if reasons.is_empty() {
+        reasons.push(format!(
+            "{tool} may change the workspace (its spec says it mutates), though its call named \
+             no target"
+        ));
+    }
     CommandAssessment {
-        command: format!("{tool} {}", writes.join(" ")),
+        command: format!("{tool} {}", writes.join(" ")).trim_end().to_string(),
         class: CommandClass::WorkspaceMutating,
         executables: Vec::new(),
         writes: writes.iter().map(|w| w.to_string()).collect(),
         network: false,
-        reasons: writes
-            .iter()
-            .map(|w| format!("{tool} changes `{w}`"))
-            .collect(),
+        reasons,
     }
 }

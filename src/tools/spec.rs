@@ -30,6 +30,10 @@ pub struct ToolSpec {
     pub surface: Surface,
     /// Whether a call may change anything. Defaults to true.
     pub mutates: bool,
+    /// Whether `execution_modes` was declared; undeclared, it follows `mutates` (a mutating
+    /// tool does not run in SAFE).
+    #[serde(skip)]
+    modes_declared: bool,
     /// The tool reaches a working tree (files, commands). A purely normative question is offered
     /// none of these.
     pub reaches_working_tree: bool,
@@ -38,7 +42,8 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
-    /// A spec that mutates, reaches the working tree and runs in every mode until told otherwise.
+    /// A spec that mutates, reaches the working tree and runs in ASK and AUTO until told
+    /// otherwise (`read_only` widens it to every mode, `modes` sets the modes).
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -49,9 +54,10 @@ impl ToolSpec {
             name: name.into(),
             description: description.into(),
             parameters,
-            execution_modes: ExecutionMode::ALL.to_vec(),
+            execution_modes: vec![ExecutionMode::Ask, ExecutionMode::Auto],
             surface,
             mutates: true,
+            modes_declared: false,
             reaches_working_tree: true,
             needs_web: false,
         }
@@ -61,6 +67,9 @@ impl ToolSpec {
     #[must_use]
     pub fn read_only(mut self) -> Self {
         self.mutates = false;
+        if !self.modes_declared {
+            self.execution_modes = ExecutionMode::ALL.to_vec();
+        }
         self
     }
 
@@ -68,6 +77,7 @@ impl ToolSpec {
     #[must_use]
     pub fn modes(mut self, modes: &[ExecutionMode]) -> Self {
         self.execution_modes = modes.to_vec();
+        self.modes_declared = true;
         self
     }
 
@@ -107,7 +117,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_spec_mutates_and_runs_everywhere_until_told_otherwise() {
+    fn a_new_spec_mutates_and_stays_out_of_safe_until_told_otherwise() {
         let s = ToolSpec::new(
             "x",
             "d",
@@ -115,7 +125,13 @@ mod tests {
             Surface::Coding,
         );
         assert!(s.mutates && s.reaches_working_tree && !s.needs_web);
-        assert!(ExecutionMode::ALL.iter().all(|m| s.runs_in(*m)));
+        assert!(!s.runs_in(ExecutionMode::Safe));
+        assert!(s.runs_in(ExecutionMode::Ask) && s.runs_in(ExecutionMode::Auto));
+        let everywhere = s.clone().read_only();
+        assert!(ExecutionMode::ALL.iter().all(|m| everywhere.runs_in(*m)));
+        // Declared modes stay as declared whatever is said after.
+        let declared = s.clone().modes(&[ExecutionMode::Safe]).read_only();
+        assert_eq!(declared.execution_modes, [ExecutionMode::Safe]);
         let r = s.read_only().modes(&[ExecutionMode::Auto]);
         assert!(!r.mutates && !r.runs_in(ExecutionMode::Safe));
         assert_eq!(r.to_function()["function"]["name"], "x");

@@ -85,3 +85,36 @@ fn coding_tools_reach_the_harness_only_through_spear_host() {
         }
     }
 }
+
+/// Issue 10, item 4: an action writes or deletes only what its plan named and the router's
+/// gates let through. `GatedPath` is made only by the gates; only SpearHost touches the
+/// workspace's write operations, and only through a `GatedPath`; no tool resolves a path for
+/// writing itself.
+#[test]
+fn writes_are_reachable_only_through_the_routers_gates() {
+    let mut bad = Vec::new();
+    for (path, text) in files("src/tools") {
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let at = format!("{path}:{}: {}", i + 1, line.trim());
+            if code.contains("GatedPath {") && !path.ends_with("src/tools/gates.rs") {
+                bad.push(at.clone());
+            }
+            let host_or_gates = path.ends_with("src/tools/host.rs") || path.ends_with("src/tools/gates.rs");
+            let resolves_for_write = code.replace("TargetAccess::Write", "").contains("Access::Write");
+            if resolves_for_write && !host_or_gates {
+                bad.push(at.clone());
+            }
+            if (code.contains("workspace.write_atomic") || code.contains("workspace.delete"))
+                && !path.ends_with("src/tools/host.rs")
+            {
+                bad.push(at);
+            }
+        }
+    }
+    assert!(bad.is_empty(), "a write path around the gates:\n{}", bad.join("\n"));
+    // The host's own write operations take a gated path, not a bare WorkspacePath.
+    let host = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools/host.rs")).unwrap();
+    assert!(host.contains("pub fn write_atomic(&self, p: &GatedPath"));
+    assert!(host.contains("pub fn delete(&self, p: &GatedPath"));
+}

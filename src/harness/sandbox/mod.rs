@@ -179,6 +179,7 @@ impl BubblewrapSandbox {
     }
 
     /// Test-only: mark the network as poisoned, as a failed death confirmation would.
+    #[cfg(any(test, feature = "test-hooks"))]
     #[doc(hidden)]
     pub fn poison_network_for_tests(&self) {
         self.poison_network();

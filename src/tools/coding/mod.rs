@@ -72,7 +72,9 @@ pub fn specs() -> Vec<ToolSpec> {
              answered by Spear: spear-capability list|describe NAME, spear-knowledge search \
              QUERY|show ID (type them alone).",
             terminal::schema(),
-        ),
+        )
+        // Each command is classified and authorized on its own; read-only ones run in SAFE.
+        .modes(&crate::harness::primitives::ExecutionMode::ALL),
     ]
 }
 

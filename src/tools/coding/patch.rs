@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::harness::workspace::WorkspacePath;
+use crate::tools::gates::GatedPath;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
 use crate::tools::coding::write_file::{current, fs_failure, reported};
@@ -103,7 +103,7 @@ impl Action for PatchAction {
     fn prepare(
         &mut self,
         host: &SpearHost,
-        paths: &[WorkspacePath],
+        paths: &[GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         let p = paths
             .first()

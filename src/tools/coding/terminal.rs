@@ -42,9 +42,11 @@ impl ToolHandler for Terminal {
         let assessment = host.classify(&command);
         match detect(&command, &assessment) {
             HostCommandUse::Alone(cmd) => {
+                // Said outright, so the terminal's mutating spec does not make SpearHost's own
+                // answer a write: nothing reaches a shell, nothing changes.
                 return Ok(Plan {
                     targets: Vec::new(),
-                    command: None,
+                    command: Some(host.host_command_assessment(&command, &assessment)),
                     audit_target: Some(command),
                     action: Box::new(HostAction { cmd }),
                 });
@@ -88,7 +90,7 @@ impl Action for HostAction {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::harness::workspace::WorkspacePath],
+        _paths: &[crate::tools::gates::GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(Some(format!(
             "{} {} (answered by Spear)",
@@ -111,7 +113,7 @@ impl Action for RunCommand {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::harness::workspace::WorkspacePath],
+        _paths: &[crate::tools::gates::GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(Some(format!("$ {}", self.command)))
     }
