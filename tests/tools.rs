@@ -14,6 +14,8 @@ mod gates;
 mod fail_closed;
 #[path = "tools/git_control.rs"]
 mod git_control;
+#[path = "tools/hard_links.rs"]
+mod hard_links;
 #[path = "tools/host.rs"]
 mod host;
 #[path = "tools/layers.rs"]

@@ -387,6 +387,16 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
+        let mut spec = spec;
+        // A file hard-linked to one outside the workspace would be changed there too through
+        // the writable workspace: each stays read-only (binds after every other, so they win).
+        if let Some(b) = &before {
+            spec.protections.extend(
+                b.hard_linked_files()
+                    .into_iter()
+                    .map(|rel| Protection::ReadOnly(self.workspace.join(rel))),
+            );
+        }
         let absent_controls: Vec<PathBuf> = match req.profile.workspace_write {
             true => spec::UNPLACEABLE_GIT_CONTROLS
                 .iter()

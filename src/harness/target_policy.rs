@@ -52,6 +52,9 @@ pub enum TargetRule {
     /// files of a directory laid out as a git directory: each can make a later git command run
     /// a program or read another repository's config. Not configurable.
     GitControl,
+    /// An existing regular file with more than one hard link: the same inode may be a file
+    /// outside the workspace, which a write in place would change. Deleting one name is fine.
+    HardLink,
 }
 
 impl TargetRule {
@@ -62,6 +65,7 @@ impl TargetRule {
             TargetRule::ThirdParty => "third_party",
             TargetRule::Snapshot => "snapshot",
             TargetRule::GitControl => "git_control",
+            TargetRule::HardLink => "hard_link",
         }
     }
 
@@ -72,6 +76,12 @@ impl TargetRule {
             }
             TargetRule::ThirdParty => "a third-party copy; change it upstream instead",
             TargetRule::Snapshot => "a snapshot; update it with the project's snapshot tool",
+            TargetRule::HardLink => {
+                "the same file as another name that may lie outside the workspace; writing it \
+                 would change that file too (a terminal command) or split the two silently (a \
+                 file tool). If the workspace copy should be its own, break the link yourself \
+                 (`cp --remove-destination FILE FILE`) and try again"
+            }
             TargetRule::GitControl => {
                 "part of a git repository's control files (config, hooks, commondir, gitdir \
                  files, info/, modules/, worktrees/), which can make a later git command run a \
@@ -269,6 +279,10 @@ impl TargetPolicy {
         match ws.resolve(written, Access::Read) {
             Ok(p) => self
                 .check_resolved_inner(ws, &p)
+                .and_then(|()| match writer {
+                    Writer::DeleteFile => Ok(()),
+                    _ => hard_linked(p.resolved()),
+                })
                 .map_err(|(rule, m)| refuse(rule, Some(p.resolved()), m)),
             // Outside the roots the workspace refuses it anyway; still judge where it leads.
             Err(r) => match r.resolved.as_deref() {
@@ -374,6 +388,18 @@ impl TargetPolicy {
     }
 }
 
+/// An existing regular file with other hard links (checked without following a final link).
+fn hard_linked(p: &Path) -> Result<(), (TargetRule, String)> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_file() && m.nlink() > 1 => Err((
+            TargetRule::HardLink,
+            format!("it has {} hard links", m.nlink()),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A path inside a `.git` directory, or a `.git` entry itself (the directory, or a gitdir
 /// file that points the repository elsewhere), at any depth.
 fn git_control(comps: &[String]) -> Option<String> {
@@ -420,6 +446,7 @@ fn refusal(
     let how = match rule {
         TargetRule::GeneratedHeader => format!("its header says `{matched}`"),
         TargetRule::GitControl => format!("`{matched}`"),
+        TargetRule::HardLink => matched.clone(),
         _ => format!("path component `{matched}`"),
     };
     let reached = match resolved {

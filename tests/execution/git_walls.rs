@@ -100,3 +100,22 @@ async fn git_in_the_sandbox_refuses_a_folder_laid_out_as_a_bare_repository() {
     let res = run(&r, read_only(), "git --git-dir=sub rev-parse --is-bare-repository").await;
     assert_eq!(res.stdout.trim(), "true", "{res:?}");
 }
+
+/// Issue 10, item 8, the sandbox's side: a hard-linked file stays read-only in a writable
+/// sandbox, so a command the classifier could not see writing it cannot change the file
+/// outside the workspace either.
+#[tokio::test]
+async fn a_hard_linked_file_stays_read_only_in_a_writable_sandbox() {
+    let (_d, ws) = workspace();
+    let outside = ws.parent().unwrap().join("outside.txt");
+    std::fs::write(&outside, "outside\n").unwrap();
+    std::fs::hard_link(&outside, ws.join("linked.txt")).unwrap();
+    std::fs::write(ws.join("own.txt"), "own\n").unwrap();
+    let r = runner(&ws);
+    let res = run(&r, writable(), "cat linked.txt && echo x >> own.txt && echo more >> linked.txt").await;
+    // Positive control: the command ran, read the file and wrote the workspace.
+    assert!(res.stdout.contains("outside"), "{res:?}");
+    assert_eq!(std::fs::read_to_string(ws.join("own.txt")).unwrap(), "own\nx\n");
+    assert_ne!(res.exit_code, Some(0), "{res:?}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
+}

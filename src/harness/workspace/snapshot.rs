@@ -41,6 +41,8 @@ struct Meta {
     ctime_ns: i128,
     dev: u64,
     ino: u64,
+    /// Hard links to the inode (not compared: a new name elsewhere changes no file here).
+    links: u64,
 }
 
 impl Meta {
@@ -54,6 +56,7 @@ impl Meta {
             ctime_ns: ns(m.ctime(), m.ctime_nsec()),
             dev: m.dev(),
             ino: m.ino(),
+            links: m.nlink(),
         }
     }
 
@@ -101,6 +104,16 @@ impl WorkspaceSnapshot {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Regular files with more than one hard link, relative to the root: the same inode may be
+    /// a file outside the workspace, so the sandbox binds them read-only.
+    pub fn hard_linked_files(&self) -> Vec<PathBuf> {
+        self.entries
+            .iter()
+            .filter(|(_, m)| m.kind == libc::S_IFREG && m.links > 1)
+            .map(|(p, _)| p.clone())
+            .collect()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -177,7 +177,9 @@ fn read_workspace(host: &SpearHost, p: &WorkspacePath, w: Window) -> ToolResult 
         Ok(f) => f,
         Err(e) => return fs_failure(e),
     };
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = file.metadata().ok();
+    let size = meta.as_ref().map_or(0, |m| m.len());
+    let links = meta.as_ref().map_or(1, std::os::unix::fs::MetadataExt::nlink);
     let mut r = BufReader::with_capacity(64 * 1024, file);
     let head = match r.fill_buf() {
         Ok(b) => b[..b.len().min(8192)].to_vec(),
@@ -207,6 +209,13 @@ fn read_workspace(host: &SpearHost, p: &WorkspacePath, w: Window) -> ToolResult 
                 out.push_str("[the file is not valid UTF-8; invalid bytes are shown as U+FFFD]\n");
             }
             out.push_str(&footer(w, &shown, total, &format!("`{shown_path}`")));
+            if links > 1 {
+                out.push_str(&format!(
+                    "[`{shown_path}` has {links} hard links: the same file may also be reached \
+                     outside the workspace, so its content may not be the project's own; Spear \
+                     will not write it in place]\n"
+                ));
+            }
             ToolResult::ok(out)
         }
         Err(e) => ToolResult::failed(format!("read `{shown_path}`: {e}")),
