@@ -15,7 +15,7 @@ pub mod spec;
 pub mod tmpfs;
 
 pub use argv::build_argv;
-pub use launch::{End, Outcome};
+pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
