@@ -11,6 +11,8 @@ mod audit;
 mod audit_display;
 #[path = "boundary/audit_process.rs"]
 mod audit_process;
+#[path = "boundary/audit_secrets.rs"]
+mod audit_secrets;
 #[path = "boundary/special_files.rs"]
 mod special_files;
 #[path = "boundary/support.rs"]

@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Write};
 
 use spear::agent::event::{AgentEvent, StopReason};
+use spear::harness::audit::redact::redact_text;
 use spear::harness::primitives::ToolStatus;
 use spear::tools::envelope::ToolResultEnvelope;
 
@@ -118,11 +119,7 @@ impl Printer {
             } => {
                 self.clear_spinner();
                 self.end_line();
-                self.target = ["path", "command", "pattern"]
-                    .iter()
-                    .find_map(|k| arguments.get(*k).and_then(|v| v.as_str()))
-                    .map(|t| t.chars().take(120).collect())
-                    .unwrap_or_default();
+                self.target = status_target(arguments);
                 self.waiting = Some(format!("running {name}"));
             }
             AgentEvent::ToolCallFinished { envelope, .. } => {
@@ -172,6 +169,17 @@ impl Printer {
 }
 
 /// `  ✓ read_file src/lib.rs` or `  ✗ patch src/lib.rs: denied: reason`.
+/// What a call aims at, for its status line: the path, command or pattern, redacted as the
+/// audit log redacts it (a line on a terminal or in a CI log is shown to whoever reads it), and
+/// cut to 120 characters.
+fn status_target(arguments: &serde_json::Value) -> String {
+    ["path", "command", "pattern"]
+        .iter()
+        .find_map(|k| arguments.get(*k).and_then(|v| v.as_str()))
+        .map(|t| redact_text(t).chars().take(120).collect())
+        .unwrap_or_default()
+}
+
 fn tool_line(env: &ToolResultEnvelope, target: &str) -> String {
     let mark = if env.status == ToolStatus::Ok {
         "✓"
@@ -224,4 +232,19 @@ fn visible(s: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_target;
+
+    /// Issue 10, item 5: the status line of a call shows its command redacted.
+    #[test]
+    fn the_status_line_target_is_redacted() {
+        let args = serde_json::json!({"command": "sshpass -p Hunter2pw ssh host uptime"});
+        let shown = status_target(&args);
+        assert!(!shown.contains("Hunter2pw"), "{shown}");
+        assert!(shown.contains("[REDACTED]") && shown.contains("ssh host"), "{shown}");
+        assert_eq!(status_target(&serde_json::json!({"path": "src/a.rs"})), "src/a.rs");
+    }
 }

@@ -95,13 +95,21 @@ impl StoredOutput {
     }
 }
 
-/// The first and last bytes of an output, kept in memory as it streams.
+/// The first and last characters of an output, kept in memory as it streams.
+///
+/// The preview is counted in characters (the spec's 50,000, head and tail), but it is collected
+/// as bytes: each side keeps enough bytes to hold `half` characters of any width, and the cut to
+/// characters is made once, in `build`. A character as counted here is what lossy UTF-8 decoding
+/// shows: one valid character, or one U+FFFD for an invalid sequence, so at most four bytes each.
 #[derive(Debug)]
 pub(crate) struct PreviewBuffer {
     head: Vec<u8>,
-    /// The last bytes after the head; kept between `half` and `2 * half` bytes long.
+    /// The last bytes after the head; kept between `window` and `2 * window` bytes long.
     tail: Vec<u8>,
+    /// Characters shown from each end.
     half: usize,
+    /// Bytes kept for each end: enough for `half` characters of up to four bytes.
+    window: usize,
 }
 
 /// The facts the preview's marker states.
@@ -113,29 +121,34 @@ pub(crate) struct Facts<'a> {
     pub report: StoreReport,
 }
 
+/// The most bytes one character takes in UTF-8 (and in lossy decoding of invalid bytes).
+const MAX_CHAR_BYTES: usize = 4;
+
 impl PreviewBuffer {
     pub fn new() -> Self {
+        let half = PREVIEW_CHARS / 2;
         PreviewBuffer {
             head: Vec::new(),
             tail: Vec::new(),
-            half: PREVIEW_CHARS / 2,
+            half,
+            window: half * MAX_CHAR_BYTES,
         }
     }
 
     pub fn push(&mut self, chunk: &[u8]) {
         let mut rest = chunk;
-        if self.head.len() < self.half {
-            let take = rest.len().min(self.half - self.head.len());
+        if self.head.len() < self.window {
+            let take = rest.len().min(self.window - self.head.len());
             self.head.extend_from_slice(&rest[..take]);
             rest = &rest[take..];
         }
-        if rest.len() >= self.half {
+        if rest.len() >= self.window {
             self.tail.clear();
-            self.tail.extend_from_slice(&rest[rest.len() - self.half..]);
+            self.tail.extend_from_slice(&rest[rest.len() - self.window..]);
         } else {
             self.tail.extend_from_slice(rest);
-            if self.tail.len() > 2 * self.half {
-                let cut = self.tail.len() - self.half;
+            if self.tail.len() > 2 * self.window {
+                let cut = self.tail.len() - self.window;
                 self.tail.drain(..cut);
             }
         }
@@ -144,22 +157,32 @@ impl PreviewBuffer {
     /// The output whole when it fits the preview, else head, a marker saying what was cut and
     /// where the rest is, and tail.
     pub fn build(&self, f: &Facts<'_>, index: &ResultIndex) -> StoredOutput {
-        let tail_len = self.tail.len().min(self.half);
-        let tail = &self.tail[self.tail.len() - tail_len..];
-        let truncated = f.total > (self.head.len() + tail_len) as u64;
+        let tail_window = &self.tail[self.tail.len() - self.tail.len().min(self.window)..];
+        // Nothing was dropped between head and tail: the kept bytes are the whole output.
+        let whole = f.total == (self.head.len() + self.tail.len()) as u64;
+        let mut all = Vec::new();
+        let (head, tail) = if whole {
+            all.extend_from_slice(&self.head);
+            all.extend_from_slice(&self.tail);
+            let head_end = char_prefix_len(&all, self.half);
+            let tail_start = char_suffix_start(&all[head_end..], self.half) + head_end;
+            (&all[..head_end], &all[tail_start..])
+        } else {
+            let head = utf8_prefix(&self.head);
+            let head = &head[..char_prefix_len(head, self.half)];
+            let tail = utf8_suffix(tail_window);
+            (head, &tail[char_suffix_start(tail, self.half)..])
+        };
+        let shown = (head.len() + tail.len()) as u64;
+        let truncated = f.total > shown;
         let (preview, shown_bytes, shown_lines) = if !truncated {
-            let mut all = self.head.clone();
-            all.extend_from_slice(tail);
             let n = memchr::memchr_iter(b'\n', &all).count() as u64;
             (
                 String::from_utf8_lossy(&all).into_owned(),
-                all.len() as u64,
+                shown,
                 n.max(index.total_lines.min(1)),
             )
         } else {
-            let head = utf8_prefix(&self.head);
-            let tail = utf8_suffix(tail);
-            let shown = (head.len() + tail.len()) as u64;
             let head_lines = memchr::memchr_iter(b'\n', head).count() as u64;
             let tail_lines = memchr::memchr_iter(b'\n', tail).count() as u64 + 1;
             let marker = format!(
@@ -188,6 +211,40 @@ impl PreviewBuffer {
             report: f.report,
         }
     }
+}
+
+/// The characters of `bytes` as lossy decoding shows them: (byte offset, byte length) of each
+/// valid character and of each invalid sequence (one U+FFFD).
+fn lossy_chars(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = 0usize;
+    bytes.utf8_chunks().flat_map(move |chunk| {
+        let start = at;
+        let valid = chunk.valid();
+        let invalid = chunk.invalid().len();
+        at += valid.len() + invalid;
+        valid
+            .char_indices()
+            .map(move |(i, c)| (start + i, c.len_utf8()))
+            .chain((invalid > 0).then_some((start + valid.len(), invalid)))
+    })
+}
+
+/// The byte length of the first `n` characters of `bytes`.
+fn char_prefix_len(bytes: &[u8], n: usize) -> usize {
+    lossy_chars(bytes)
+        .nth(n)
+        .map_or(bytes.len(), |(offset, _)| offset)
+}
+
+/// Where the last `n` characters of `bytes` start.
+fn char_suffix_start(bytes: &[u8], n: usize) -> usize {
+    let count = lossy_chars(bytes).count();
+    if count <= n {
+        return 0;
+    }
+    lossy_chars(bytes)
+        .nth(count - n)
+        .map_or(bytes.len(), |(offset, _)| offset)
 }
 
 fn where_the_rest_is(f: &Facts<'_>, index: &ResultIndex) -> String {

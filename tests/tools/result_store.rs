@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use spear::harness::command_policy::ExecutionProfile;
 use spear::harness::primitives::{ExecutionMode::*, ToolResult, ToolStatus};
+use spear::harness::process::BoundedCapture;
+use spear::harness::sandbox::{CAPTURE_HEAD, CAPTURE_TAIL};
 use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
 use spear::tools::host::HostConfig;
 use spear::tools::result_store::{ResultStore, StoreLimits};
@@ -432,4 +434,73 @@ fn the_envelope_says_when_older_results_were_evicted_for_a_new_one() {
         json!({"path": first.result_id.unwrap()}),
     );
     assert_eq!(gone.status, ToolStatus::NotFound);
+}
+
+/// Writes `text` as a command's output, in chunks that split characters, and returns what the
+/// sandbox runner returns: the head and tail its capture keeps.
+struct Prints(String);
+
+impl CommandExecutor for Prints {
+    fn run(
+        &self,
+        _: &str,
+        _: &ExecutionProfile,
+        _: Duration,
+        sink: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        for chunk in self.0.as_bytes().chunks(4093) {
+            sink.write(OutputStream::Stdout, chunk).unwrap();
+        }
+        let mut capture = BoundedCapture::new(CAPTURE_HEAD, CAPTURE_TAIL);
+        capture.push(self.0.as_bytes());
+        let mut r = ToolResult::ok(capture.render());
+        r.exit_code = Some(0);
+        CommandOutcome::ran(r)
+    }
+}
+
+fn terminal_output(text: String) -> spear::tools::envelope::ToolResultEnvelope {
+    let f = Fixture::new();
+    let r = f.router(Box::new(Prints(text)));
+    let mut t = turn(&r, Auto);
+    let env = call(&r, &mut t, "terminal", json!({"command": "cat text"}));
+    assert_eq!(env.status, ToolStatus::Ok, "{:?}", env.reason);
+    env
+}
+
+/// Issue 10, item 7: 40,000 characters (119,998 bytes, nearly all three-byte) are within the 50,000
+/// characters and are shown whole; counting bytes cut them to a third.
+#[test]
+fn multibyte_output_within_50000_characters_is_shown_whole() {
+    let text = format!("{}\n", "語".repeat(39_999));
+    let env = terminal_output(text.clone());
+    assert!(!env.truncated, "{} bytes shown", env.shown_bytes);
+    // (Compared as booleans: a failure must not print 120,000 bytes.)
+    let (p, o) = (&env.preview, &env.stdout);
+    assert!(
+        *p == text && *o == text,
+        "preview: {} chars, {:?}…; stdout: {} chars",
+        p.chars().count(),
+        p.chars().rev().take(80).collect::<String>(),
+        o.chars().count()
+    );
+    assert_eq!(env.shown_bytes, text.len() as u64);
+}
+
+/// Issue 10, item 7: a longer multi-byte output keeps 25,000 characters of head and 25,000 of
+/// tail around the marker.
+#[test]
+fn multibyte_output_keeps_25000_characters_of_head_and_of_tail() {
+    let line = format!("{}\n", "é".repeat(99));
+    let text = format!("H{}{}T", line.repeat(1_500), "ü".repeat(5));
+    let total_chars = text.chars().count();
+    assert!(total_chars > 150_000);
+    let env = terminal_output(text.clone());
+    assert!(env.truncated);
+    let (head, rest) = env.preview.split_once("\n[… ").expect("a cut marker");
+    let (_, tail) = rest.split_once(" …]\n").expect("the marker's end");
+    assert_eq!(head.chars().count(), 25_000);
+    assert_eq!(tail.chars().count(), 25_000);
+    assert!(text.starts_with(head) && text.ends_with(tail));
+    assert_eq!(env.shown_bytes, (head.len() + tail.len()) as u64);
 }

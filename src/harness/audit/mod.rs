@@ -9,6 +9,8 @@ pub mod display;
 pub mod reader;
 mod record;
 pub mod redact;
+pub mod summary;
+mod summary_lex;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
 pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED, rfc3339};

@@ -5,7 +5,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::redact::{redact_text, summarize_command};
+use super::redact::redact_text;
+use super::summary::summarize_command;
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ExecutionMode, ToolStatus};
 

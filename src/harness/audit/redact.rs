@@ -1,6 +1,5 @@
 //! Secret redaction for audit records. Names that look secret lose their value; value-shaped
-//! secrets are redacted wherever they appear; leading environment assignments are split off a
-//! command before its summary is derived. A `RegexSet` decides in one pass whether any rule
+//! secrets are redacted wherever they appear. A `RegexSet` decides in one pass whether any rule
 //! applies, so the common case (nothing secret) costs one scan.
 
 use std::borrow::Cow;
@@ -12,12 +11,16 @@ use regex::{Regex, RegexSet};
 pub const REDACTED: &str = "[REDACTED]";
 
 /// Substrings (upper-case) that make a variable, flag or header name secret.
-const SECRET_NAME_PARTS: [&str; 9] = [
+const SECRET_NAME_PARTS: [&str; 13] = [
     "KEY",
     "TOKEN",
     "SECRET",
     "PASSWORD",
     "PASSWD",
+    "PASSPHRASE",
+    "SSHPASS",
+    "MYSQL_PWD",
+    "PGPASS",
     "CREDENTIAL",
     "AUTH",
     "COOKIE",
@@ -33,13 +36,20 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_NAME_PARTS.iter().any(|part| upper.contains(part))
 }
 
+/// A value as a rule takes it: a quoted string, or one unquoted word.
+const VALUE: &str = r#"("[^"]*"|'[^']*'|[^\s'"]+)"#;
+
+/// Where a tool's own options end: the next command of a list or pipeline.
+const SAME_COMMAND: &str = r"[^|;&\n]*?";
+
 /// The rules: a pattern and its replacement (`$n` refers to the pattern's groups).
-const NAME_ALT: &str = "KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION";
 
 fn rules() -> &'static (RegexSet, Vec<(Regex, String)>) {
     static RULES: OnceLock<(RegexSet, Vec<(Regex, String)>)> = OnceLock::new();
     RULES.get_or_init(|| {
         let r = REDACTED;
+        let names = SECRET_NAME_PARTS.join("|");
+        let cmd = SAME_COMMAND;
         let table: Vec<(String, String)> = vec![
             // PEM blocks, also a block cut off before its END line.
             (
@@ -61,24 +71,104 @@ fn rules() -> &'static (RegexSet, Vec<(Regex, String)>) {
                 r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{6,}".into(),
                 format!("$1 {r}"),
             ),
-            // URL userinfo: keep the user, drop the password.
+            // A header whose name looks secret (`-H 'Authorization: Token x'`, `Cookie: a=b`):
+            // its whole value, to the end of the quoted argument or the line. The name must
+            // start a word, so `http://auth:8080` is a host and port, not a header.
             (
-                r"\b([A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@]*):[^\s/@]+@".into(),
+                format!(
+                    r#"(?i)(^|[\s'"])([A-Za-z0-9_\-]*(?:{names})[A-Za-z0-9_\-]*\s*:\s*)[^'"\s][^'"\n]*"#
+                ),
+                format!("$1$2{r}"),
+            ),
+            // URL userinfo: keep the user, drop the password (which may itself hold `@`).
+            (
+                r"\b([A-Za-z][A-Za-z0-9+.\-]*://[^\s/:@]*):[^\s/]+@".into(),
                 format!("$1:{r}@"),
+            ),
+            // git's extra HTTP header (`-c http.extraHeader=…`, also per URL): the header.
+            (
+                r#"(?i)(http\.[^\s=]*extraheader\s*=\s*)("[^"]*"|'[^']*'|[^'"\n]*)"#.into(),
+                format!("$1{r}"),
+            ),
+            // A JSON member whose name looks secret (`-d '{"password": "x"}'`).
+            (
+                format!(r#"(?i)("[A-Za-z0-9_.\-]*(?:{names})[A-Za-z0-9_.\-]*"\s*:\s*)"[^"]*""#),
+                format!("$1\"{r}\""),
             ),
             // NAME=value or Name: value, wherever it appears (an inner `sh -c`, a query string).
             (
                 format!(
-                    r#"(?i)\b([A-Za-z0-9_.\-]*(?:{NAME_ALT})[A-Za-z0-9_.\-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;'"]+)"#
+                    r#"(?i)\b([A-Za-z0-9_.\-]*(?:{names})[A-Za-z0-9_.\-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s&;'"]+)"#
                 ),
                 format!("$1$2{r}"),
             ),
             // --token VALUE: a secret-named flag followed by a separate value.
             (
                 format!(
-                    r#"(?i)(\s--?[A-Za-z0-9_\-]*(?:{NAME_ALT})[A-Za-z0-9_\-]*)(\s+)("[^"]*"|'[^']*'|[^\s\-][^\s]*)"#
+                    r#"(?i)(\s--?[A-Za-z0-9_\-]*(?:{names})[A-Za-z0-9_\-]*)(\s+)("[^"]*"|'[^']*'|[^\s\-][^\s]*)"#
                 ),
                 format!("$1$2{r}"),
+            ),
+            // A flag ending in `pass` (`--pass X`, keytool's `-storepass X`, `--passphrase=X`).
+            (
+                r#"(?i)(\s--?[A-Za-z0-9_\-]*pass(?:phrase|wd|word)?)(\s+|=)("[^"]*"|'[^']*'|[^\s'"\-][^\s'"]*)"#.into(),
+                format!("$1$2{r}"),
+            ),
+            // `user:password` after curl's, wget's or a client's user option (`-u`, `-U`,
+            // `--user`, `--proxy-user`), attached or not; also smbclient's `-U user%password`.
+            (
+                r#"(\s(?:-u|-U|--user|--proxy-user)(?:\s*|=)['"]?[^\s:%'"]*)([:%])[^\s'"]+"#.into(),
+                format!("$1$2{r}"),
+            ),
+            // Tools whose password option has a short name of its own.
+            (
+                format!(r"(?i)(\bsshpass\b{cmd}\s-p)(\s*){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(
+                    r"(?i)(\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlpump|mysqlsh|mariadb|mariadb-dump|mariadb-admin)\b{cmd}\s-p){VALUE}"
+                ),
+                format!("$1{r}"),
+            ),
+            (
+                format!(r"(?i)(\blogin\b{cmd}\s-p)(\s*){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(r"(?i)(\bredis-cli\b{cmd}\s-a)(\s+){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(r"(?i)(\bldap[a-z]*\b{cmd}\s-w)(\s+){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(r"(?i)(\b(?:sqlcmd|ipmitool)\b{cmd}\s-P)(\s*){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(r"(?i)(\bopenssl\b{cmd}\s-k)(\s+){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            (
+                format!(r"(?i)(\bcurl\b{cmd}\s(?:-b|--cookie))(\s+|=){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            // openssl's `pass:SECRET` password source.
+            (r#"(?i)\b(pass:)[^\s'"]+"#.into(), format!("$1{r}")),
+            // `aws configure set aws_secret_access_key VALUE`.
+            (
+                format!(r"(?i)\b(aws_secret_access_key|aws_session_token)(\s+){VALUE}"),
+                format!("$1$2{r}"),
+            ),
+            // A password piped into a reader of passwords: `echo X | docker login
+            // --password-stdin`, `echo X | sudo -S …`, `echo user:X | chpasswd`.
+            (
+                format!(
+                    r#"(?i)\b((?:echo|printf)\s+(?:-[neE]+\s+)?)("[^"]*"|'[^']*'|[^\s|;&'"]+)(\s*\|\s*{cmd}(?:--password-stdin|\bsudo\s+-S|\bchpasswd\b|--stdin))"#
+                ),
+                format!("$1{r}$3"),
             ),
         ];
         let mut compiled = Vec::new();
@@ -99,7 +189,8 @@ fn rules() -> &'static (RegexSet, Vec<(Regex, String)>) {
 /// Literals at least one of which every rule above needs to match (in lower case). Text with
 /// none of them cannot hold a secret, so the rules (whose compilation costs milliseconds) are
 /// never built for it: most commands and environment values never pay for redaction.
-const NEEDLES: [&str; 24] = [
+/// (`pass` stands for `password`, `passwd`, `passphrase`, `sshpass`, `pgpass` and `pass:`.)
+const NEEDLES: [&str; 38] = [
     "-----begin",
     "sk-",
     "ghp_",
@@ -118,12 +209,26 @@ const NEEDLES: [&str; 24] = [
     "key",
     "token",
     "secret",
-    "password",
-    "passwd",
+    "pass",
+    "mysql_pwd",
     "credential",
     "auth",
     "cookie",
     "session",
+    "extraheader",
+    "-u",
+    "--user",
+    "mysql",
+    "mariadb",
+    "login",
+    "redis-cli",
+    "ldap",
+    "sqlcmd",
+    "ipmitool",
+    "openssl",
+    "curl",
+    "sudo",
+    "stdin",
 ];
 
 fn might_hold_secret(text: &str) -> bool {
@@ -150,105 +255,8 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// A command as the audit log records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandSummary {
-    /// The command from its executable on (leading assignments removed), redacted, bounded.
-    pub summary: String,
-    /// The leading `NAME=value` assignments, redacted.
-    pub env: Vec<String>,
-}
-
-/// Split leading assignments (also after `env`) off `command` and redact both parts.
-pub fn summarize_command(command: &str) -> CommandSummary {
-    let tokens = shell_tokens(command);
-    let mut env = Vec::new();
-    let mut rest = command.len();
-    let mut i = 0;
-    while i < tokens.len() {
-        let (start, tok) = tokens[i];
-        if let Some(assignment) = redact_assignment(tok) {
-            env.push(assignment);
-            i += 1;
-            continue;
-        }
-        // `env A=1 cmd`: the assignments after `env` are environment too.
-        if tok == "env"
-            && tokens
-                .get(i + 1)
-                .is_some_and(|(_, t)| assignment_name(t).is_some())
-        {
-            i += 1;
-            continue;
-        }
-        rest = start;
-        break;
-    }
-    let tail = command.get(rest..).unwrap_or("").trim();
-    CommandSummary {
-        summary: bound(&redact_text(tail)),
-        env,
-    }
-}
-
-/// `NAME=value` with the value replaced when the name looks secret, value-shape redacted if not.
-fn redact_assignment(token: &str) -> Option<String> {
-    let name = assignment_name(token)?;
-    let value = &token[name.len() + 1..];
-    Some(if is_secret_name(name) {
-        format!("{name}={REDACTED}")
-    } else {
-        format!("{name}={}", redact_text(value))
-    })
-}
-
-/// The variable name of a shell assignment token, if it is one.
-fn assignment_name(token: &str) -> Option<&str> {
-    let (name, _) = token.split_once('=')?;
-    let mut chars = name.chars();
-    let first = chars.next()?;
-    ((first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
-    .then_some(name)
-}
-
-/// Whitespace-separated words with their byte offsets, quotes and backslashes respected (enough
-/// to find where the leading assignments end; the classifier does the real parse).
-fn shell_tokens(s: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start: Option<usize> = None;
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in s.char_indices() {
-        if escaped {
-            escaped = false;
-            continue;
-        }
-        match (quote, c) {
-            (Some('\''), '\'') => quote = None,
-            (Some('\''), _) => {}
-            (_, '\\') => escaped = true,
-            (Some('"'), '"') => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, c) if c.is_whitespace() => {
-                if let Some(st) = start.take() {
-                    out.push((st, &s[st..i]));
-                }
-                continue;
-            }
-            (None, _) => {}
-        }
-        start.get_or_insert(i);
-    }
-    if let Some(st) = start {
-        out.push((st, &s[st..]));
-    }
-    out
-}
-
 /// At most `MAX_SUMMARY_CHARS` characters, marked when cut.
-fn bound(s: &str) -> String {
+pub(crate) fn bound(s: &str) -> String {
     match s.char_indices().nth(MAX_SUMMARY_CHARS) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
@@ -286,16 +294,7 @@ mod tests {
 
     #[test]
     fn every_rule_compiles() {
-        assert_eq!(rules().1.len(), 10);
-        assert_eq!(rules().0.len(), 10);
-    }
-
-    #[test]
-    fn tokens_respect_quotes() {
-        let t: Vec<&str> = shell_tokens(r#"A="x y" B='p q' c\ d e"#)
-            .into_iter()
-            .map(|t| t.1)
-            .collect();
-        assert_eq!(t, vec![r#"A="x y""#, "B='p q'", r"c\ d", "e"]);
+        assert_eq!(rules().1.len(), 26);
+        assert_eq!(rules().0.len(), 26);
     }
 }

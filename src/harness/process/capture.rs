@@ -75,13 +75,21 @@ impl BoundedCapture {
     }
 
     /// Head, a marker saying how much was left out (when anything was), and tail, as text.
+    ///
+    /// Head and tail are decoded together when nothing lies between them: decoded apart, a
+    /// character split across the two became two U+FFFD.
     pub fn render(&self) -> String {
-        let mut out = String::from_utf8_lossy(&self.head).into_owned();
-        let omitted = self.omitted();
-        if omitted > 0 {
-            out.push_str(&format!("\n[… {omitted} bytes omitted …]\n"));
-        }
         let (a, b) = self.tail.as_slices();
+        let omitted = self.omitted();
+        if omitted == 0 {
+            let mut all = Vec::with_capacity(self.head.len() + a.len() + b.len());
+            all.extend_from_slice(&self.head);
+            all.extend_from_slice(a);
+            all.extend_from_slice(b);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        let mut out = String::from_utf8_lossy(&self.head).into_owned();
+        out.push_str(&format!("\n[… {omitted} bytes omitted …]\n"));
         let mut tail = Vec::with_capacity(a.len() + b.len());
         tail.extend_from_slice(a);
         tail.extend_from_slice(b);
@@ -93,6 +101,14 @@ impl BoundedCapture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 10, item 7: a character split between head and tail is one character.
+    #[test]
+    fn a_character_across_head_and_tail_is_decoded_whole() {
+        let mut c = BoundedCapture::new(4, 8);
+        c.push("abc語x".as_bytes());
+        assert_eq!(c.render(), "abc語x");
+    }
 
     #[test]
     fn small_output_is_kept_whole() {

@@ -27,9 +27,11 @@ pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// How long output may keep flowing after the sandbox is gone (nothing should hold the pipes).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Bytes of head and of tail kept per stream for the result.
-pub const CAPTURE_HEAD: usize = 32 * 1024;
-pub const CAPTURE_TAIL: usize = 32 * 1024;
+/// Bytes of head and of tail kept per stream for the result. The terminal shows up to 25,000
+/// characters of each end, and a character takes up to four bytes: 100,000 bytes hold them whatever
+/// the script (32 KiB cut a preview of CJK text to a third of what the spec allows).
+pub const CAPTURE_HEAD: usize = 25_000 * 4;
+pub const CAPTURE_TAIL: usize = 25_000 * 4;
 
 /// How a sandboxed command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,7 +16,7 @@ pub mod spec;
 pub mod tmpfs;
 
 pub use argv::build_argv;
-pub use launch::{End, Outcome};
+pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};

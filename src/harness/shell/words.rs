@@ -237,46 +237,56 @@ fn brace_group(chars: &[char], open: usize) -> Option<(usize, Vec<Vec<char>>)> {
     None
 }
 
+/// More members than this and a sequence is not listed: bash would produce them all, but the
+/// classifier only needs to know that it is a brace expansion and what its endpoints are.
+const MAX_SEQUENCE_MEMBERS: u64 = 10_000;
+
 /// `a..b` (integers or single letters, optional `..step`) to its members; None if not a sequence.
+///
+/// Endpoints and step are any `i64` bash accepts, so the distance between them is computed in
+/// `i128` (`{-9223372036854775808..9223372036854775807}` spans 2^64) and every step is checked:
+/// a wrapped addition once walked past `b` forever and exhausted memory.
 fn sequence(body: &[char]) -> Option<Vec<Vec<char>>> {
     let text: String = body.iter().collect();
     let pieces: Vec<&str> = text.split("..").collect();
     if pieces.len() < 2 || pieces.len() > 3 {
         return None;
     }
-    let step: i64 = match pieces.get(2) {
-        Some(s) => s.parse::<i64>().ok()?.checked_abs()?.max(1),
+    let step: u64 = match pieces.get(2) {
+        Some(s) => s.parse::<i64>().ok()?.unsigned_abs().max(1),
         None => 1,
     };
     if let (Ok(a), Ok(b)) = (pieces[0].parse::<i64>(), pieces[1].parse::<i64>()) {
-        let count = (a - b).checked_abs()? / step + 1;
-        if count > 10_000 {
+        return Some(integer_sequence(a, b, step).unwrap_or_else(|| {
             // Too many to list; still a brace expansion. Return the endpoints only.
-            return Some(vec![
-                pieces[0].chars().collect(),
-                pieces[1].chars().collect(),
-            ]);
-        }
-        let mut v = Vec::new();
-        let mut x = a;
-        loop {
-            v.push(x.to_string().chars().collect());
-            if x == b {
-                break;
-            }
-            x = if a < b { x + step } else { x - step };
-            if (a < b && x > b) || (a > b && x < b) {
-                break;
-            }
-        }
-        return Some(v);
+            vec![pieces[0].chars().collect(), pieces[1].chars().collect()]
+        }));
     }
     let (a, b) = (single_char(pieces[0])?, single_char(pieces[1])?);
     if !a.is_ascii_alphabetic() || !b.is_ascii_alphabetic() {
         return None;
     }
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    Some((lo..=hi).step_by(step as usize).map(|c| vec![c]).collect())
+    let step = usize::try_from(step).unwrap_or(usize::MAX);
+    Some((lo..=hi).step_by(step).map(|c| vec![c]).collect())
+}
+
+/// The members of `{a..b..step}`, or None when there are more than [`MAX_SEQUENCE_MEMBERS`].
+fn integer_sequence(a: i64, b: i64, step: u64) -> Option<Vec<Vec<char>>> {
+    let distance = (i128::from(b) - i128::from(a)).unsigned_abs();
+    let count = distance / u128::from(step) + 1;
+    if count > u128::from(MAX_SEQUENCE_MEMBERS) {
+        return None;
+    }
+    let direction: i128 = if a <= b { 1 } else { -1 };
+    let stride = i128::from(step) * direction;
+    // `count` is at most MAX_SEQUENCE_MEMBERS, and every member lies between `a` and `b`, so the
+    // i128 products neither overflow nor leave the i64 range.
+    Some(
+        (0..count)
+            .map(|k| (i128::from(a) + stride * k as i128).to_string().chars().collect())
+            .collect(),
+    )
 }
 
 fn single_char(s: &str) -> Option<char> {
@@ -399,6 +409,52 @@ mod tests {
         assert_eq!(
             unquoted(&"{1..1}".repeat(8)).brace_expansion(64).unwrap(),
             ["1".repeat(8)]
+        );
+    }
+
+    /// Issue 10: both once overflowed i64 and killed the release binary (out of memory).
+    #[test]
+    fn sequences_at_the_ends_of_i64_do_not_overflow() {
+        let whole = unquoted("{-9223372036854775808..9223372036854775807}");
+        assert!(whole.brace);
+        assert_eq!(
+            whole.brace_expansion(64).unwrap(),
+            ["-9223372036854775808", "9223372036854775807"],
+            "too many to list: the endpoints stand for it"
+        );
+        assert_eq!(
+            unquoted("{1..9223372036854775807..4611686018427387904}")
+                .brace_expansion(64)
+                .unwrap(),
+            ["1", "4611686018427387905"]
+        );
+        // Bash leaves these two unexpanded (its own arithmetic refuses them); listing them only
+        // makes the word dynamic, which can only make a command less trusted.
+        assert_eq!(
+            unquoted("{9223372036854775807..-9223372036854775808..9223372036854775807}")
+                .brace_expansion(64)
+                .unwrap(),
+            ["9223372036854775807", "0", "-9223372036854775807"]
+        );
+        assert_eq!(
+            unquoted("{-9223372036854775808..-9223372036854775806..-9223372036854775808}")
+                .brace_expansion(64)
+                .unwrap(),
+            ["-9223372036854775808"]
+        );
+        assert_eq!(
+            unquoted("{1..10..3}").brace_expansion(64).unwrap(),
+            ["1", "4", "7", "10"]
+        );
+        assert_eq!(
+            unquoted("{10..1..-3}").brace_expansion(64).unwrap(),
+            ["10", "7", "4", "1"]
+        );
+        assert_eq!(
+            unquoted("{a..z..9223372036854775807}")
+                .brace_expansion(64)
+                .unwrap(),
+            ["a"]
         );
     }
 
