@@ -144,6 +144,9 @@ impl Cx<'_> {
                 "arithmetic on a variable evaluates its value, which can run commands through array subscripts",
             );
         }
+        for e in &f.evaluations {
+            self.raise(ShellComplex, format!("{e}, which can run commands"));
+        }
         for func in &f.functions {
             let recursive = f.commands[func.body.clone()]
                 .iter()

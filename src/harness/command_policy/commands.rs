@@ -90,7 +90,13 @@ impl Cx<'_> {
                     }
                     return;
                 }
-                self.specific(key, args, Some(why))
+                // The allow-list knows this program and says this use is not read-only: when no
+                // rule by name finds more to say, it is at least SHELL_COMPLEX, never READ_ONLY.
+                let findings = self.a.reasons.len();
+                self.specific(key, args, Some(why.clone()));
+                if self.a.reasons.len() == findings {
+                    self.raise(ShellComplex, why);
+                }
             }
             None => self.specific(key, args, None),
         }
@@ -209,6 +215,15 @@ impl Cx<'_> {
                 self.raise(ShellComplex, format!("`{k}` manages system packages"))
             }
             k if tables::ARCHIVERS.contains(&k) => {
+                let parsed = options::parse(args, OptionSyntax::gnu(TAR_VALUES));
+                if k == "tar"
+                    && (parsed.has("-t") || parsed.has("--list"))
+                    && let Some(why) = &listed_but
+                {
+                    // A listing given more than the listing options (`--volno-file`, a remote
+                    // `-f host:file` read through rsh) runs or writes what it names.
+                    self.raise(ShellComplex, why.clone());
+                }
                 self.raise(
                     WorkspaceMutating,
                     format!("`{k}` creates or extracts files"),
@@ -257,6 +272,7 @@ impl Cx<'_> {
             with_value: &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
             optional_attached: &["-i"],
             single_dash: false,
+            options_first: false,
         };
         let parsed = options::parse(args, syntax);
         let scripts_given = !parsed.has("-e") && !parsed.has("--expression");

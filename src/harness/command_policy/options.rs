@@ -16,6 +16,9 @@ pub(crate) struct Opt {
 pub(crate) struct Parsed<'a> {
     pub options: Vec<Opt>,
     pub operands: Vec<&'a Word>,
+    /// Where option parsing stopped (after `--`, or at the first operand when options come
+    /// first): no word from here on is read as an option.
+    pub options_end: Option<usize>,
 }
 
 /// How a program reads its options.
@@ -27,20 +30,17 @@ pub(crate) struct OptionSyntax<'s> {
     pub optional_attached: &'s [&'s str],
     /// Options are single-dash words matched whole (find's predicates).
     pub single_dash: bool,
+    /// Options end at the first operand, as bash's builtins and POSIX getopt read them.
+    pub options_first: bool,
 }
 
 impl<'s> OptionSyntax<'s> {
-    pub const GNU: OptionSyntax<'static> = OptionSyntax {
-        with_value: &[],
-        optional_attached: &[],
-        single_dash: false,
-    };
-
     pub fn gnu(with_value: &'s [&'s str]) -> Self {
         OptionSyntax {
             with_value,
             optional_attached: &[],
             single_dash: false,
+            options_first: false,
         }
     }
 }
@@ -101,6 +101,11 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
         i += 1;
         if options_done || !v.starts_with('-') || v == "-" {
             out.operands.push(w);
+            if !options_done && syntax.options_first {
+                options_done = true;
+                // The first operand itself stood where an option could.
+                out.options_end = Some(i);
+            }
             continue;
         }
         // The next word, consumed as an option's value.
@@ -119,6 +124,7 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
         }
         if v == "--" {
             options_done = true;
+            out.options_end = Some(i);
             continue;
         }
         if let Some(long) = v.strip_prefix("--") {
@@ -128,6 +134,8 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
             };
             let value = match attached {
                 Some(v) => Some(v),
+                // An optional argument is attached (`--color=auto`), never the next word.
+                None if syntax.optional_attached.contains(&name.as_str()) => None,
                 None if takes_value(&syntax, &name) => next_word(&mut i),
                 None => None,
             };
@@ -201,6 +209,7 @@ mod tests {
                 with_value: &["-name"],
                 optional_attached: &[],
                 single_dash: true,
+                options_first: false,
             },
         );
         assert!(p.has("-exec*"));
@@ -216,6 +225,7 @@ mod tests {
                 with_value: &["-e"],
                 optional_attached: &["-i"],
                 single_dash: false,
+                options_first: false,
             },
         );
         assert!(p.has("-n") && p.has("-i"));

@@ -97,12 +97,13 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
                     i += 1;
                 }
             }
-            'b' | 't' | 'T' | ':' => {
+            // `v [VERSION]` takes a word like a label: `;` ends it (`v;w out` writes `out`).
+            'b' | 't' | 'T' | ':' | 'v' => {
                 while i < s.len() && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
                     i += 1;
                 }
             }
-            '#' | 'a' | 'i' | 'c' | 'r' | 'R' | 'v' => {
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' => {
                 rest_of_line(&mut i);
             }
             'w' | 'W' => facts.writes.push(rest_of_line(&mut i)),
@@ -386,6 +387,9 @@ mod tests {
         assert_eq!(sed_script("w out.txt").writes, ["out.txt"]);
         assert_eq!(sed_script("s/a/b/w out").writes, ["out"]);
         assert!(sed_script("k").unknown.is_some());
+        assert_eq!(sed_script("v;w out").writes, ["out"]);
+        assert!(sed_script("v 4.2;e id").executes);
+        assert!(sed_script("v;p").print_only());
         assert!(sed_script("s/a/b").unknown.is_some());
     }
 

@@ -164,6 +164,9 @@ pub struct ShellFacts {
     pub arithmetic_on_variables: bool,
     /// The tree nests deeper than [`MAX_TREE_DEPTH`]; what lies below was not walked.
     pub too_deep: bool,
+    /// Places where bash evaluates a value as code, described: indirection (`${!x}`), prompt
+    /// expansion (`${x@P}`), a subscript `[[ -v … ]]` evaluates.
+    pub evaluations: Vec<String>,
 }
 
 impl ShellFacts {
@@ -202,6 +205,7 @@ impl ShellFacts {
         self.heredocs.extend(other.heredocs);
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
+        self.evaluations.extend(other.evaluations);
     }
 }
 
