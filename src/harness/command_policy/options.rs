@@ -43,6 +43,14 @@ impl<'s> OptionSyntax<'s> {
             options_first: false,
         }
     }
+
+    /// The same syntax with options ending at the first operand (`ssh HOST -x` runs `-x`).
+    pub fn options_first(self) -> Self {
+        OptionSyntax {
+            options_first: true,
+            ..self
+        }
+    }
 }
 
 impl<'a> Parsed<'a> {
