@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::options::{self, OptionSyntax, Parsed};
 use super::scripts;
 use super::tables;
-use crate::harness::shell::Word;
+use crate::harness::shell::{Word, plain_variable_name};
 
 /// The source of truth, for the test that holds the JSON equal to it and for the generator.
 pub const TOML_SOURCE: &str = include_str!("../../../assets/policy/read_only.toml");
@@ -329,17 +329,28 @@ impl Entry {
     }
 }
 
+/// Does `value` match `pattern`? A pattern written `!RE` matches what RE does not.
 fn pattern_matches(name: &str, pattern: &str, value: &str) -> Result<bool, Mismatch> {
+    let (negated, pattern) = match pattern.strip_prefix('!') {
+        Some(p) => (true, p),
+        None => (false, pattern),
+    };
     let re = Regex::new(pattern)
         .map_err(|e| format!("the allow-list pattern for `{name}` is invalid: {e}"))?;
-    Ok(re.is_match(value))
+    Ok(re.is_match(value) != negated)
 }
 
 fn run_check(check: &str, name: &str, args: &[Word], parsed: &Parsed) -> Result<(), Mismatch> {
     match check {
         "test" => test_operands(name, args),
         "getopts" => match parsed.operands.get(1) {
-            Some(var) if tables::safe_assignment_name(&var.value) && var.is_static() => Ok(()),
+            Some(var)
+                if tables::safe_assignment_name(&var.value)
+                    && plain_variable_name(&var.value)
+                    && var.is_static() =>
+            {
+                Ok(())
+            }
             Some(var) => Err(format!(
                 "`getopts` assigns `{}`, which can change what programs run",
                 var.raw
@@ -389,10 +400,6 @@ const TEST_BINARY: &[&str] = &[
 /// be nothing but an operand: quoted (no splitting), beside an operator that makes it one, or
 /// the only word.
 fn test_operands(name: &str, args: &[Word]) -> Result<(), Mismatch> {
-    static NAME: OnceLock<Option<Regex>> = OnceLock::new();
-    let plain_name = NAME
-        .get_or_init(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?$").ok())
-        .as_ref();
     let words = match args.split_last() {
         Some((last, rest)) if name == "[" && last.value == "]" && last.is_static() => rest,
         _ => args,
@@ -407,7 +414,7 @@ fn test_operands(name: &str, args: &[Word]) -> Result<(), Mismatch> {
     for (i, w) in words.iter().enumerate() {
         if w.is_static() && (w.value == "-v" || w.value == "-R") {
             let target = words.get(i + 1);
-            if !target.is_some_and(|t| t.is_static() && plain_name.is_some_and(|r| r.is_match(&t.value))) {
+            if !target.is_some_and(|t| t.is_static() && plain_variable_name(&t.value)) {
                 return Err(format!(
                     "`{name} {}` evaluates the array subscript in `{}`, which can run commands",
                     w.value,

@@ -195,6 +195,19 @@ impl Cx<'_> {
         for asg in &decl.assignments {
             self.assignment_name(&asg.name, &format!("`{}` sets", decl.keyword));
         }
+        // `unset 'a[$(cmd)]'`, `declare 'a[$(cmd)]=1'`: bash evaluates the subscript.
+        for arg in decl.args.iter().filter(|a| a.is_static()) {
+            let name = arg.value.split('=').next().unwrap_or(&arg.value);
+            if name.contains('[') && !shell::plain_variable_name(name) {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "`{} {}` evaluates the array subscript, which can run commands",
+                        decl.keyword, arg.raw
+                    ),
+                );
+            }
+        }
         if decl.keyword == "unset" {
             return;
         }

@@ -724,6 +724,12 @@ impl Cx<'_> {
                 ShellComplex,
                 format!("`{key}` is used with options outside its read-only form"),
             );
+        } else if key == "curl"
+            && let Some(Err(why)) = allowlist::lookup(key, &without_outputs(outputs, &parsed))
+        {
+            // Saving what it fetches is a write; uploading (`-T`), posting a file (`-d @f`) or
+            // reaching a local socket besides is more than that.
+            self.raise(ShellComplex, why);
         }
     }
 
@@ -820,6 +826,35 @@ impl Cx<'_> {
             );
         }
     }
+}
+
+/// curl's arguments without the options that only say where it saves (`-o F`, `-O`,
+/// `--output-dir D`), to judge the rest against the allow-list.
+fn without_outputs(outputs: &[&str], parsed: &options::Parsed) -> Vec<Word> {
+    const SAVING: &[&str] = &[
+        "-O",
+        "--remote-name",
+        "--remote-name-all",
+        "-J",
+        "--remote-header-name",
+        "--create-dirs",
+        "--output-dir",
+    ];
+    let mut rest = Vec::new();
+    for opt in &parsed.options {
+        if outputs
+            .iter()
+            .chain(SAVING)
+            .any(|o| options::option_matches(&opt.name, o))
+        {
+            continue;
+        }
+        rest.push(Word::literal(&opt.name));
+        rest.extend(opt.value.as_deref().map(Word::literal));
+    }
+    rest.push(Word::literal("--"));
+    rest.extend(parsed.operands.iter().map(|w| (*w).clone()));
+    rest
 }
 
 /// ssh options that take a value.

@@ -209,6 +209,22 @@ impl ShellFacts {
     }
 }
 
+/// A variable name with at most a number for subscript (`x`, `a[3]`): looking it up evaluates
+/// nothing.
+pub fn plain_variable_name(s: &str) -> bool {
+    let (name, subscript) = match s.split_once('[') {
+        Some((n, rest)) => (n, Some(rest)),
+        None => (s, None),
+    };
+    let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    name_ok
+        && subscript.is_none_or(|r| {
+            r.strip_suffix(']')
+                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+        })
+}
+
 /// More `<<` than this in one source and it is not read at all (see `read`).
 const MAX_HEREDOC_OPERATORS: usize = 256;
 

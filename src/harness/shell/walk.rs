@@ -289,7 +289,7 @@ impl<'a> Walker<'a> {
                     .strip_prefix('\'')
                     .and_then(|t| t.strip_suffix('\''))
                     .unwrap_or(text);
-                if !plain_variable_name(name) {
+                if !super::plain_variable_name(name) {
                     self.facts.evaluations.push(format!(
                         "`[[ {} {text} ]]` evaluates the array subscript in `{text}`",
                         self.text(*op)
@@ -806,22 +806,6 @@ impl<'a> Walker<'a> {
         self.children(n);
         w.substitutions.extend(before..self.facts.commands.len());
     }
-}
-
-/// A variable name with at most a number for subscript (`x`, `a[3]`): looking it up evaluates
-/// nothing.
-fn plain_variable_name(s: &str) -> bool {
-    let (name, subscript) = match s.split_once('[') {
-        Some((n, rest)) => (n, Some(rest)),
-        None => (s, None),
-    };
-    let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    name_ok
-        && subscript.is_none_or(|r| {
-            r.strip_suffix(']')
-                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
-        })
 }
 
 fn redirect_kind(op: &str, target: Option<&Word>) -> RedirectKind {
