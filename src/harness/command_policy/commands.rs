@@ -990,7 +990,12 @@ fn container_with_host_access(key: &str, args: &[Word]) -> Option<String> {
     if !["docker", "podman", "nerdctl"].contains(&key) {
         return None;
     }
-    let sub = first_operand(args)?;
+    let mut operands = args.iter().filter(|a| !a.value.starts_with('-'));
+    let mut sub = operands.next()?.value.as_str();
+    if sub == "container" {
+        // `docker container run …` is `docker run …`.
+        sub = operands.next()?.value.as_str();
+    }
     if !["run", "create", "exec"].contains(&sub) {
         return None;
     }

@@ -225,6 +225,36 @@ mod tests {
     }
 
     #[test]
+    fn an_optional_argument_is_attached_never_the_next_word() {
+        let syntax = OptionSyntax {
+            with_value: &["-d"],
+            optional_attached: &["-I", "--iso-8601"],
+            single_dash: false,
+            options_first: false,
+        };
+        let a = words("-I --set=x --iso-8601 -d now -Iseconds");
+        let p = parse(&a, syntax);
+        let names: Vec<&str> = p.options.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["-I", "--set", "--iso-8601", "-d", "-I"]);
+        assert_eq!(p.options[0].value, None);
+        assert_eq!(p.options[2].value, None);
+        assert_eq!(p.value_of("-d"), Some("now"));
+        assert_eq!(p.options[4].value.as_deref(), Some("seconds"));
+    }
+
+    #[test]
+    fn options_first_ends_options_at_the_first_operand() {
+        let a = words("-n fmt -v x");
+        let p = parse(&a, OptionSyntax::gnu(&[]).options_first());
+        assert!(p.has("-n") && !p.has("-v"));
+        assert_eq!(p.operands.len(), 3);
+        // The first operand stood where an option could; the words after it cannot.
+        assert_eq!(p.options_end, Some(2));
+        let a = words("-a -- -b");
+        assert_eq!(parse(&a, OptionSyntax::gnu(&[])).options_end, Some(2));
+    }
+
+    #[test]
     fn optional_attached_values_stay_in_the_cluster() {
         let a = words("-ni.bak s/a/b/ f");
         let p = parse(

@@ -131,6 +131,17 @@ fn scope_static(v: &str, workspace: Option<&Path>) -> Scope {
     Scope::Inside
 }
 
+/// A path naming the home directory or a tree that holds the workspace (`~`, `$HOME`, `..`,
+/// `/`): moving it away removes everything in it from where it was.
+pub(crate) fn whole_tree(w: &Word) -> bool {
+    let v = w.value.trim_end_matches('/');
+    let home = ["~", "$HOME", "${HOME}", "\"$HOME\"", "\"${HOME}\""];
+    v.is_empty()
+        || home.contains(&v)
+        || home.contains(&w.raw.trim_end_matches('/'))
+        || v.split('/').all(|part| part == "..")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,13 +170,3 @@ mod tests {
     }
 }
 
-/// A path naming the home directory or a tree that holds the workspace (`~`, `$HOME`, `..`,
-/// `/`): moving it away removes everything in it from where it was.
-pub(crate) fn whole_tree(w: &Word) -> bool {
-    let v = w.value.trim_end_matches('/');
-    let home = ["~", "$HOME", "${HOME}", "\"$HOME\"", "\"${HOME}\""];
-    v.is_empty()
-        || home.contains(&v)
-        || home.contains(&w.raw.trim_end_matches('/'))
-        || v.split('/').all(|part| part == "..")
-}
