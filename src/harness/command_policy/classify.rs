@@ -144,6 +144,9 @@ impl Cx<'_> {
                 "arithmetic on a variable evaluates its value, which can run commands through array subscripts",
             );
         }
+        for e in &f.evaluations {
+            self.raise(ShellComplex, format!("{e}, which can run commands"));
+        }
         for func in &f.functions {
             let recursive = f.commands[func.body.clone()]
                 .iter()
@@ -191,6 +194,19 @@ impl Cx<'_> {
     fn declaration(&mut self, decl: &shell::Declaration) {
         for asg in &decl.assignments {
             self.assignment_name(&asg.name, &format!("`{}` sets", decl.keyword));
+        }
+        // `unset 'a[$(cmd)]'`, `declare 'a[$(cmd)]=1'`: bash evaluates the subscript.
+        for arg in decl.args.iter().filter(|a| a.is_static()) {
+            let name = arg.value.split('=').next().unwrap_or(&arg.value);
+            if name.contains('[') && !shell::plain_variable_name(name) {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "`{} {}` evaluates the array subscript, which can run commands",
+                        decl.keyword, arg.raw
+                    ),
+                );
+            }
         }
         if decl.keyword == "unset" {
             return;
@@ -274,6 +290,14 @@ impl Cx<'_> {
                 self.raise(
                     Dangerous,
                     format!("{who} acts recursively on `{shown}`, outside the workspace"),
+                );
+            }
+            Scope::Dynamic if kind == WriteKind::Recursive && expands_to_root(target) => {
+                self.raise(
+                    Dangerous,
+                    format!(
+                        "{who} acts recursively on `{shown}`, which is under `/` when the variable is empty or unset"
+                    ),
                 );
             }
             Scope::Dynamic if kind == WriteKind::Recursive => {
@@ -474,8 +498,50 @@ impl Cx<'_> {
                 }
             }
         }
+        self.kills_by_lookup();
         self.heredoc_feeds();
         self.downloaded_then_run();
+    }
+
+    /// `kill $(pidof sshd)`, `pgrep x | xargs kill`: killing the processes a lookup by name finds
+    /// is killing by name, which reaches beyond the sandbox like `pkill`.
+    fn kills_by_lookup(&mut self) {
+        const LOOKUPS: &[&str] = &["pidof", "pgrep", "ps", "lsof", "fuser"];
+        let f = self.facts;
+        let lookup = |c: &SimpleCommand| {
+            let (name, _) = super::runners::innermost(&c.name, &c.args);
+            (!name.dynamic && LOOKUPS.contains(&base_name(&name.value)))
+                .then(|| base_name(&name.value).to_string())
+        };
+        let is_kill = |c: &SimpleCommand| {
+            let (name, _) = super::runners::innermost(&c.name, &c.args);
+            !name.dynamic && base_name(&name.value) == "kill"
+        };
+        let mut found: Option<String> = None;
+        for c in f.commands.iter().filter(|c| is_kill(c)) {
+            let (_, args) = super::runners::innermost(&c.name, &c.args);
+            found = found.or_else(|| {
+                args.iter()
+                    .flat_map(|a| a.substitutions.iter())
+                    .find_map(|i| lookup(&f.commands[*i]))
+            });
+        }
+        for stages in &f.pipelines {
+            let mut seen: Option<String> = None;
+            for stage in stages {
+                let commands = &f.commands[stage.clone()];
+                if seen.is_some() && commands.iter().any(is_kill) {
+                    found = found.or_else(|| seen.clone());
+                }
+                seen = seen.or_else(|| commands.iter().find_map(lookup));
+            }
+        }
+        if let Some(by) = found {
+            self.raise(
+                Dangerous,
+                format!("`kill` signals the processes `{by}` finds by name, which reaches beyond the sandbox"),
+            );
+        }
     }
 
     /// A file a fetcher saved, then run: `curl -o i.sh URL && sh i.sh`, `wget -O x URL; ./x`,
@@ -716,6 +782,30 @@ pub(crate) fn base_name(v: &str) -> &str {
         }
         _ => v,
     }
+}
+
+/// `"$DIR"/*`, `$X/`, `${X}/x`: a path that starts with a variable and a slash is `/…` when the
+/// variable is empty. `${X:?}` stops the command instead, and bash always sets `PWD`.
+fn expands_to_root(target: &Word) -> bool {
+    let raw = target.raw.strip_prefix('"').unwrap_or(&target.raw);
+    let Some(rest) = raw.strip_prefix('$') else {
+        return false;
+    };
+    let (name, after) = match rest.strip_prefix('{') {
+        Some(braced) => match braced.split_once('}') {
+            Some((n, a)) => (n, a),
+            None => return false,
+        },
+        None => {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            rest.split_at(end)
+        }
+    };
+    let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let after = after.strip_prefix('"').unwrap_or(after);
+    plain && name != "PWD" && after.starts_with('/')
 }
 
 /// A command that downloads, also behind wrappers (`nice curl …`, `time wget …`).

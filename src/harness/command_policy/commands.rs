@@ -6,6 +6,7 @@ use super::allowlist;
 use super::assessment::CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
 use super::options::{self, OptionSyntax};
+use super::paths;
 use super::scripts;
 use super::tables;
 use crate::harness::shell::Word;
@@ -90,7 +91,13 @@ impl Cx<'_> {
                     }
                     return;
                 }
-                self.specific(key, args, Some(why))
+                // The allow-list knows this program and says this use is not read-only: when no
+                // rule by name finds more to say, it is at least SHELL_COMPLEX, never READ_ONLY.
+                let findings = self.a.reasons.len();
+                self.specific(key, args, Some(why.clone()));
+                if self.a.reasons.len() == findings {
+                    self.raise(ShellComplex, why);
+                }
             }
             None => self.specific(key, args, None),
         }
@@ -118,6 +125,12 @@ impl Cx<'_> {
                 }))
         {
             Some(format!("`{key}` stops or restarts the machine"))
+        } else if let Some(sub) = service_change(key, args) {
+            Some(format!(
+                "`{key} {sub}` starts, stops or reconfigures system services"
+            ))
+        } else if let Some(why) = container_with_host_access(key, args) {
+            Some(format!("`{key}` {why}, which hands it the host"))
         } else if tables::SYSTEM_CHANGE.contains(&key) {
             Some(format!("`{key}` changes the system outside any workspace"))
         } else if tables::KILL_BY_NAME.contains(&key) {
@@ -194,7 +207,7 @@ impl Cx<'_> {
             "curl" | "wget" => self.download(key, args),
             "patch" => self.patch(args),
             "nc" | "ncat" | "netcat" | "socat" => self.netcat(key, args),
-            "ssh" => self.raise(ShellComplex, "`ssh` runs commands on another host"),
+            "ssh" => self.ssh(args),
             k if tables::SHELLS.contains(&k) => self.shell(k, args),
             k if tables::AWKS.contains(&k) => self.awk(k, args),
             k if tables::WRAPPERS.contains(&k) => self.wrapper(k, args),
@@ -209,6 +222,15 @@ impl Cx<'_> {
                 self.raise(ShellComplex, format!("`{k}` manages system packages"))
             }
             k if tables::ARCHIVERS.contains(&k) => {
+                let parsed = options::parse(args, OptionSyntax::gnu(TAR_VALUES));
+                if k == "tar"
+                    && (parsed.has("-t") || parsed.has("--list"))
+                    && let Some(why) = &listed_but
+                {
+                    // A listing given more than the listing options (`--volno-file`, a remote
+                    // `-f host:file` read through rsh) runs or writes what it names.
+                    self.raise(ShellComplex, why.clone());
+                }
                 self.raise(
                     WorkspaceMutating,
                     format!("`{k}` creates or extracts files"),
@@ -257,6 +279,7 @@ impl Cx<'_> {
             with_value: &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
             optional_attached: &["-i"],
             single_dash: false,
+            options_first: false,
         };
         let parsed = options::parse(args, syntax);
         let scripts_given = !parsed.has("-e") && !parsed.has("--expression");
@@ -599,6 +622,18 @@ impl Cx<'_> {
             OptionSyntax::gnu(values_of(tables::DESTINATION_WRITERS, key)),
         );
         let who = format!("`{key}`");
+        let modes = match key {
+            "install" => ["-m", "--mode"].iter().flat_map(|o| parsed.values_of(o)).collect(),
+            "rsync" => parsed.values_of("--chmod").collect(),
+            _ => Vec::new(),
+        };
+        if let Some(mode) = modes.iter().find(|m| setuid_mode(m)) {
+            self.raise(
+                Dangerous,
+                format!("`{key}` gives the files it installs the mode `{mode}`, which sets the setuid or setgid bit"),
+            );
+            return;
+        }
         let directory_mode = key == "install" && (parsed.has("-d") || parsed.has("--directory"));
         let target_dir = parsed
             .value_of("-t")
@@ -637,7 +672,14 @@ impl Cx<'_> {
                 n.saturating_sub(1)
             };
             for s in parsed.operands.iter().take(sources) {
-                self.write_target(s, "`mv` (source)", WriteKind::Plain);
+                // Moving the home directory or a tree that holds the workspace away (`mv ~ x`,
+                // `mv .. x`) deletes it where it was, as `rm -r` would.
+                let kind = if paths::whole_tree(s) {
+                    WriteKind::Recursive
+                } else {
+                    WriteKind::Plain
+                };
+                self.write_target(s, "`mv` (source)", kind);
             }
         }
     }
@@ -682,6 +724,12 @@ impl Cx<'_> {
                 ShellComplex,
                 format!("`{key}` is used with options outside its read-only form"),
             );
+        } else if key == "curl"
+            && let Some(Err(why)) = allowlist::lookup(key, &without_outputs(outputs, &parsed))
+        {
+            // Saving what it fetches is a write; uploading (`-T`), posting a file (`-d @f`) or
+            // reaching a local socket besides is more than that.
+            self.raise(ShellComplex, why);
         }
     }
 
@@ -723,6 +771,35 @@ impl Cx<'_> {
         }
     }
 
+    /// `ssh HOST CMD…` runs CMD by a shell on HOST. What it does there is classified as a script
+    /// of its own; the workspace is not there, so only a DANGEROUS verdict carries over.
+    fn ssh(&mut self, args: &[Word]) {
+        self.raise(ShellComplex, "`ssh` runs commands on another host");
+        let parsed = options::parse(args, OptionSyntax::gnu(SSH_VALUES).options_first());
+        let Some((host, command)) = parsed.operands.split_first() else {
+            return;
+        };
+        if command.is_empty() || command.iter().any(|w| w.dynamic) {
+            return;
+        }
+        let script = command
+            .iter()
+            .map(|w| w.value.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let remote = super::classify::classify(self.config, &script, self.depth + 1);
+        if remote.class == Dangerous {
+            self.raise(
+                Dangerous,
+                format!(
+                    "`ssh {}` runs `{script}` there: {}",
+                    host.value,
+                    remote.reasons.join("; ")
+                ),
+            );
+        }
+    }
+
     fn netcat(&mut self, key: &str, args: &[Word]) {
         let exec = args.iter().any(|a| {
             let v = a.value.as_str();
@@ -750,6 +827,41 @@ impl Cx<'_> {
         }
     }
 }
+
+/// curl's arguments without the options that only say where it saves (`-o F`, `-O`,
+/// `--output-dir D`), to judge the rest against the allow-list.
+fn without_outputs(outputs: &[&str], parsed: &options::Parsed) -> Vec<Word> {
+    const SAVING: &[&str] = &[
+        "-O",
+        "--remote-name",
+        "--remote-name-all",
+        "-J",
+        "--remote-header-name",
+        "--create-dirs",
+        "--output-dir",
+    ];
+    let mut rest = Vec::new();
+    for opt in &parsed.options {
+        if outputs
+            .iter()
+            .chain(SAVING)
+            .any(|o| options::option_matches(&opt.name, o))
+        {
+            continue;
+        }
+        rest.push(Word::literal(&opt.name));
+        rest.extend(opt.value.as_deref().map(Word::literal));
+    }
+    rest.push(Word::literal("--"));
+    rest.extend(parsed.operands.iter().map(|w| (*w).clone()));
+    rest
+}
+
+/// ssh options that take a value.
+const SSH_VALUES: &[&str] = &[
+    "-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p",
+    "-Q", "-R", "-S", "-W", "-w",
+];
 
 /// The value-taking options a table lists for `key`.
 fn values_of(table: &[(&str, &'static [&'static str])], key: &str) -> &'static [&'static str] {
@@ -828,6 +940,101 @@ fn output_file(key: &str, args: &[Word]) -> Option<(Vec<Word>, Vec<Word>)> {
     (!targets.is_empty()).then_some((targets, rest))
 }
 
+/// The subcommand of `systemctl X` or `service NAME X` that changes what runs on the host.
+fn service_change<'a>(key: &str, args: &'a [Word]) -> Option<&'a str> {
+    const CHANGES: &[&str] = &[
+        "start",
+        "stop",
+        "restart",
+        "reload",
+        "try-restart",
+        "reload-or-restart",
+        "try-reload-or-restart",
+        "condrestart",
+        "force-reload",
+        "kill",
+        "enable",
+        "disable",
+        "reenable",
+        "mask",
+        "unmask",
+        "isolate",
+        "set-property",
+        "daemon-reload",
+        "daemon-reexec",
+        "edit",
+        "revert",
+        "set-default",
+        "link",
+        "preset",
+        "preset-all",
+        "default",
+        "rescue",
+        "emergency",
+        "exit",
+        "switch-root",
+    ];
+    let operands = || args.iter().filter(|a| !a.value.starts_with('-'));
+    let sub = match key {
+        "systemctl" => operands().next(),
+        "service" => operands().nth(1),
+        _ => None,
+    }?;
+    CHANGES.contains(&sub.value.as_str()).then_some(sub.value.as_str())
+}
+
+/// Why a container started by `docker`/`podman` reaches the host: privileged, extra
+/// capabilities, the host's namespaces or security profile off, the root or the daemon's socket
+/// mounted.
+fn container_with_host_access(key: &str, args: &[Word]) -> Option<String> {
+    if !["docker", "podman", "nerdctl"].contains(&key) {
+        return None;
+    }
+    let mut operands = args.iter().filter(|a| !a.value.starts_with('-'));
+    let mut sub = operands.next()?.value.as_str();
+    if sub == "container" {
+        // `docker container run …` is `docker run …`.
+        sub = operands.next()?.value.as_str();
+    }
+    if !["run", "create", "exec"].contains(&sub) {
+        return None;
+    }
+    let host_namespace = ["--pid", "--ipc", "--uts", "--userns", "--net", "--network", "--cgroupns"];
+    for (i, a) in args.iter().enumerate() {
+        let v = a.value.as_str();
+        let (name, attached) = match v.split_once('=') {
+            Some((n, val)) => (n, Some(val)),
+            None => (v, None),
+        };
+        let value = || attached.or_else(|| args.get(i + 1).map(|w| w.value.as_str()));
+        let why = if name == "--privileged" {
+            Some("runs a privileged container".to_string())
+        } else if name == "--cap-add" || name == "--device" {
+            Some(format!("gives the container `{v}`"))
+        } else if host_namespace.contains(&name) && value() == Some("host") {
+            Some(format!("shares the host's namespace (`{name} host`)"))
+        } else if name == "--security-opt" && value().is_some_and(|x| x.contains("unconfined")) {
+            Some("switches the container's security profile off".to_string())
+        } else if ["-v", "--volume", "--mount"].contains(&name)
+            && value().is_some_and(|x| {
+                let source = x
+                    .split(',')
+                    .find_map(|p| p.strip_prefix("source=").or_else(|| p.strip_prefix("src=")))
+                    .unwrap_or_else(|| x.split(':').next().unwrap_or(x));
+                source == "/" || source.ends_with("docker.sock") || source.ends_with("podman.sock")
+            })
+        {
+            Some("mounts the host's root or its container daemon's socket".to_string())
+        } else {
+            None
+        };
+        if why.is_some() {
+            return why;
+        }
+    }
+    None
+}
+
 /// `kill -9 -1`, `kill -- -1`, `kill 1`: every process, or init.
 fn kills_everything(args: &[Word]) -> bool {
     let mut seen_signal = false;
@@ -867,7 +1074,8 @@ fn setuid_mode(mode: &str) -> bool {
         return special & 0b110 != 0;
     }
     mode.split(',').any(|clause| {
-        let perms = clause.trim_start_matches(|c| "ugoa".contains(c));
+        // rsync's `--chmod=Du+s,Fg+s` names directories (D) or files (F) first.
+        let perms = clause.trim_start_matches(|c| "DFugoa".contains(c));
         (perms.starts_with('+') || perms.starts_with('=')) && perms.contains('s')
     })
 }

@@ -43,9 +43,10 @@ pub(crate) fn stdin_program(name: &Word, args: &[Word]) -> Option<Program> {
     }
     if let Some(flags) = tables::interpreter(key) {
         let code = Interp::parse(key, flags, args);
-        let from_stdin = code.inline.is_empty()
+        let from_stdin = (code.inline.is_empty()
             && code.module.is_none()
-            && code.operands.first().is_none_or(|o| o.value == "-");
+            && code.operands.first().is_none_or(|o| o.value == "-"))
+            || super::scripts::runs_stdin(&code.inline.join("\n"));
         return from_stdin.then_some(Program::Code);
     }
     None

@@ -16,6 +16,9 @@ pub(crate) struct Opt {
 pub(crate) struct Parsed<'a> {
     pub options: Vec<Opt>,
     pub operands: Vec<&'a Word>,
+    /// Where option parsing stopped (after `--`, or at the first operand when options come
+    /// first): no word from here on is read as an option.
+    pub options_end: Option<usize>,
 }
 
 /// How a program reads its options.
@@ -27,20 +30,25 @@ pub(crate) struct OptionSyntax<'s> {
     pub optional_attached: &'s [&'s str],
     /// Options are single-dash words matched whole (find's predicates).
     pub single_dash: bool,
+    /// Options end at the first operand, as bash's builtins and POSIX getopt read them.
+    pub options_first: bool,
 }
 
 impl<'s> OptionSyntax<'s> {
-    pub const GNU: OptionSyntax<'static> = OptionSyntax {
-        with_value: &[],
-        optional_attached: &[],
-        single_dash: false,
-    };
-
     pub fn gnu(with_value: &'s [&'s str]) -> Self {
         OptionSyntax {
             with_value,
             optional_attached: &[],
             single_dash: false,
+            options_first: false,
+        }
+    }
+
+    /// The same syntax with options ending at the first operand (`ssh HOST -x` runs `-x`).
+    pub fn options_first(self) -> Self {
+        OptionSyntax {
+            options_first: true,
+            ..self
         }
     }
 }
@@ -101,6 +109,11 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
         i += 1;
         if options_done || !v.starts_with('-') || v == "-" {
             out.operands.push(w);
+            if !options_done && syntax.options_first {
+                options_done = true;
+                // The first operand itself stood where an option could.
+                out.options_end = Some(i);
+            }
             continue;
         }
         // The next word, consumed as an option's value.
@@ -119,6 +132,7 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
         }
         if v == "--" {
             options_done = true;
+            out.options_end = Some(i);
             continue;
         }
         if let Some(long) = v.strip_prefix("--") {
@@ -128,6 +142,8 @@ pub(crate) fn parse<'a>(args: &'a [Word], syntax: OptionSyntax) -> Parsed<'a> {
             };
             let value = match attached {
                 Some(v) => Some(v),
+                // An optional argument is attached (`--color=auto`), never the next word.
+                None if syntax.optional_attached.contains(&name.as_str()) => None,
                 None if takes_value(&syntax, &name) => next_word(&mut i),
                 None => None,
             };
@@ -201,10 +217,41 @@ mod tests {
                 with_value: &["-name"],
                 optional_attached: &[],
                 single_dash: true,
+                options_first: false,
             },
         );
         assert!(p.has("-exec*"));
         assert!(!p.has("-delete"));
+    }
+
+    #[test]
+    fn an_optional_argument_is_attached_never_the_next_word() {
+        let syntax = OptionSyntax {
+            with_value: &["-d"],
+            optional_attached: &["-I", "--iso-8601"],
+            single_dash: false,
+            options_first: false,
+        };
+        let a = words("-I --set=x --iso-8601 -d now -Iseconds");
+        let p = parse(&a, syntax);
+        let names: Vec<&str> = p.options.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["-I", "--set", "--iso-8601", "-d", "-I"]);
+        assert_eq!(p.options[0].value, None);
+        assert_eq!(p.options[2].value, None);
+        assert_eq!(p.value_of("-d"), Some("now"));
+        assert_eq!(p.options[4].value.as_deref(), Some("seconds"));
+    }
+
+    #[test]
+    fn options_first_ends_options_at_the_first_operand() {
+        let a = words("-n fmt -v x");
+        let p = parse(&a, OptionSyntax::gnu(&[]).options_first());
+        assert!(p.has("-n") && !p.has("-v"));
+        assert_eq!(p.operands.len(), 3);
+        // The first operand stood where an option could; the words after it cannot.
+        assert_eq!(p.options_end, Some(2));
+        let a = words("-a -- -b");
+        assert_eq!(parse(&a, OptionSyntax::gnu(&[])).options_end, Some(2));
     }
 
     #[test]
@@ -216,6 +263,7 @@ mod tests {
                 with_value: &["-e"],
                 optional_attached: &["-i"],
                 single_dash: false,
+                options_first: false,
             },
         );
         assert!(p.has("-n") && p.has("-i"));

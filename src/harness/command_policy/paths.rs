@@ -81,7 +81,8 @@ pub(crate) fn scope(word: &Word, workspace: Option<&Path>) -> Scope {
     if starts_with_home(word) {
         return Scope::Home;
     }
-    if word.dynamic && !word.glob {
+    // A glob is judged on its static text, unless an expansion is part of it (`"$D"/*`).
+    if word.dynamic && (!word.glob || word.expands) {
         // A leading static absolute part still tells us something (`/etc/$x`).
         let static_prefix: String = v.chars().take_while(|c| *c != '$' && *c != '`').collect();
         if static_prefix.starts_with('/') && static_prefix.len() > 1 {
@@ -130,6 +131,17 @@ fn scope_static(v: &str, workspace: Option<&Path>) -> Scope {
     Scope::Inside
 }
 
+/// A path naming the home directory or a tree that holds the workspace (`~`, `$HOME`, `..`,
+/// `/`): moving it away removes everything in it from where it was.
+pub(crate) fn whole_tree(w: &Word) -> bool {
+    let v = w.value.trim_end_matches('/');
+    let home = ["~", "$HOME", "${HOME}", "\"$HOME\"", "\"${HOME}\""];
+    v.is_empty()
+        || home.contains(&v)
+        || home.contains(&w.raw.trim_end_matches('/'))
+        || v.split('/').all(|part| part == "..")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,3 +169,4 @@ mod tests {
         assert_eq!(scope(&lit("/usr/../etc"), None), Scope::System);
     }
 }
+

@@ -168,11 +168,18 @@ impl Cx<'_> {
                 format!("the inline `{key}` code is known only at run time"),
             );
         }
+        // A program that deletes (`shutil.rmtree`, `fs.rmSync`, `FileUtils.rm_rf`) acts
+        // recursively on the paths it names, as `rm -r` would: `/` or `~` there is DANGEROUS.
+        let kind = if scripts::deletes(&code) {
+            WriteKind::Recursive
+        } else {
+            WriteKind::Mentioned
+        };
         for p in scripts::mentioned_paths(&code) {
             self.write_target(
                 &Word::literal(&p),
                 &format!("the inline `{key}` program"),
-                WriteKind::Mentioned,
+                kind,
             );
         }
         if call.in_place {

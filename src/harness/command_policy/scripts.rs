@@ -97,12 +97,13 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
                     i += 1;
                 }
             }
-            'b' | 't' | 'T' | ':' => {
+            // `v [VERSION]` takes a word like a label: `;` ends it (`v;w out` writes `out`).
+            'b' | 't' | 'T' | ':' | 'v' => {
                 while i < s.len() && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
                     i += 1;
                 }
             }
-            '#' | 'a' | 'i' | 'c' | 'r' | 'R' | 'v' => {
+            '#' | 'a' | 'i' | 'c' | 'r' | 'R' => {
                 rest_of_line(&mut i);
             }
             'w' | 'W' => facts.writes.push(rest_of_line(&mut i)),
@@ -315,6 +316,30 @@ pub(crate) fn mentioned_paths(program: &str) -> Vec<String> {
     out
 }
 
+/// Does inline code call a deletion (`shutil.rmtree`, `os.remove`, `unlink`, `fs.rmSync`,
+/// `FileUtils.rm_rf`, `rimraf`, `rm -rf` in a string)?
+pub(crate) fn deletes(code: &str) -> bool {
+    static DELETES: OnceLock<Option<Regex>> = OnceLock::new();
+    regex(
+        &DELETES,
+        r"\b(rmtree|remove|removedirs|unlink|rmdir|rm_rf|rm_r|rm_f|rmSync|rimraf|shred|remove_dir_all|remove_file|delete_tree)\b|\brm\s+-[a-zA-Z]*[rRf]",
+    )
+    .is_none_or(|r| r.is_match(code))
+}
+
+/// Does inline code run what it reads from its standard input (`exec(sys.stdin.read())`,
+/// `eval <STDIN>`, `eval(fs.readFileSync(0))`)? Then it is a program read from standard input.
+pub(crate) fn runs_stdin(code: &str) -> bool {
+    static EVAL: OnceLock<Option<Regex>> = OnceLock::new();
+    static STDIN: OnceLock<Option<Regex>> = OnceLock::new();
+    let eval = regex(&EVAL, r"\b(exec|eval|compile|execfile|Function|instance_eval)\b");
+    let stdin = regex(
+        &STDIN,
+        r"stdin|STDIN|<>|readFileSync\(\s*0|/dev/stdin|/dev/fd/0|\bARGF\b|\binput\(\)",
+    );
+    eval.is_none_or(|r| r.is_match(code)) && stdin.is_none_or(|r| r.is_match(code))
+}
+
 /// The bodies of `$(…)` and backtick substitutions in text that bash expands (an unquoted
 /// here-document). Arithmetic `$((…))` is skipped; its own `$(…)` are found inside it.
 pub(crate) fn substitutions_in_text(text: &str) -> Vec<String> {
@@ -386,6 +411,9 @@ mod tests {
         assert_eq!(sed_script("w out.txt").writes, ["out.txt"]);
         assert_eq!(sed_script("s/a/b/w out").writes, ["out"]);
         assert!(sed_script("k").unknown.is_some());
+        assert_eq!(sed_script("v;w out").writes, ["out"]);
+        assert!(sed_script("v 4.2;e id").executes);
+        assert!(sed_script("v;p").print_only());
         assert!(sed_script("s/a/b").unknown.is_some());
     }
 
@@ -410,6 +438,18 @@ mod tests {
             ["id", "whoami"]
         );
         assert_eq!(substitutions_in_text("$(echo $(date))"), ["echo $(date)"]);
+    }
+
+    #[test]
+    fn deleting_and_stdin_running_code() {
+        assert!(deletes("import shutil; shutil.rmtree('/')"));
+        assert!(deletes("require('fs').rmSync('x', {recursive: true})"));
+        assert!(!deletes("print(open('a.txt').read())"));
+        assert!(runs_stdin("import sys; exec(sys.stdin.read())"));
+        assert!(runs_stdin("eval join '', <STDIN>"));
+        assert!(!runs_stdin("import sys; print(sys.stdin.read())"));
+        assert!(!runs_stdin("exec(open('x.py').read())"));
+        assert!(!runs_stdin("import sys, json; print(json.load(sys.stdin))"));
     }
 
     #[test]

@@ -164,6 +164,9 @@ pub struct ShellFacts {
     pub arithmetic_on_variables: bool,
     /// The tree nests deeper than [`MAX_TREE_DEPTH`]; what lies below was not walked.
     pub too_deep: bool,
+    /// Places where bash evaluates a value as code, described: indirection (`${!x}`), prompt
+    /// expansion (`${x@P}`), a subscript `[[ -v … ]]` evaluates.
+    pub evaluations: Vec<String>,
 }
 
 impl ShellFacts {
@@ -202,7 +205,24 @@ impl ShellFacts {
         self.heredocs.extend(other.heredocs);
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
+        self.evaluations.extend(other.evaluations);
     }
+}
+
+/// A variable name with at most a number for subscript (`x`, `a[3]`): looking it up evaluates
+/// nothing.
+pub fn plain_variable_name(s: &str) -> bool {
+    let (name, subscript) = match s.split_once('[') {
+        Some((n, rest)) => (n, Some(rest)),
+        None => (s, None),
+    };
+    let name_ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    name_ok
+        && subscript.is_none_or(|r| {
+            r.strip_suffix(']')
+                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+        })
 }
 
 /// More `<<` than this in one source and it is not read at all (see `read`).

@@ -93,10 +93,9 @@ impl<'a> Walker<'a> {
                 }
                 self.children(n);
             }
-            "test_command" => {
-                if self.text(n).starts_with("[[") {
-                    self.test_arithmetic(n);
-                }
+            "test_command" => self.test_command(n),
+            "expansion" => {
+                self.expansion(n);
                 self.children(n);
             }
             "comment" => {}
@@ -213,6 +212,131 @@ impl<'a> Walker<'a> {
             }
             let mut cursor = x.walk();
             stack.extend(x.children(&mut cursor));
+        }
+    }
+
+    /// Kept out of `dispatch`, whose frame every level of nesting pays for.
+    #[inline(never)]
+    fn test_command(&mut self, n: Node) {
+        if self.text(n).starts_with("[[") {
+            self.test_arithmetic(n);
+            self.test_variables(n);
+            self.children(n);
+        } else {
+            self.bracket_test(n);
+        }
+    }
+
+    /// `[ … ]` is the `test` builtin: its words undergo splitting and globbing like any command's,
+    /// so it is recorded as the command `[` with its words, in source order.
+    fn bracket_test(&mut self, n: Node) {
+        let mut leaves = Vec::new();
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            let compound = matches!(
+                x.kind(),
+                "test_command"
+                    | "binary_expression"
+                    | "unary_expression"
+                    | "parenthesized_expression"
+                    | "negation_expression"
+                    | "postfix_expression"
+            ) || (x.kind() == "ERROR" && x.child_count() > 0);
+            if compound {
+                let mut cursor = x.walk();
+                let kids: Vec<Node> = x.children(&mut cursor).collect();
+                stack.extend(kids.into_iter().rev());
+            } else {
+                leaves.push(x);
+            }
+        }
+        let start = n.start_byte();
+        let end = n.end_byte();
+        leaves.retain(|x| !(x.start_byte() == start && self.text(*x) == "["));
+        // Operators and brackets are tokens, not words: literal.
+        let args: Vec<Word> = leaves
+            .into_iter()
+            .map(|x| {
+                if x.is_named() {
+                    self.word(x)
+                } else {
+                    Word::literal(self.text(x))
+                }
+            })
+            .collect();
+        self.facts.commands.push(SimpleCommand {
+            assignments: Vec::new(),
+            name: Word::literal("["),
+            args,
+            redirects: Vec::new(),
+            span: start..end,
+        });
+    }
+
+    /// `[[ -v NAME ]]` and `[[ -R NAME ]]` evaluate a subscript in NAME (`a[$(cmd)]` runs cmd);
+    /// only a plain name with a number for subscript is nothing but a lookup.
+    fn test_variables(&mut self, n: Node) {
+        let mut stack = vec![n];
+        while let Some(x) = stack.pop() {
+            let mut cursor = x.walk();
+            let kids: Vec<Node> = x.children(&mut cursor).collect();
+            if x.kind() == "unary_expression"
+                && let [op, operand, ..] = kids.as_slice()
+                && ["-v", "-R"].contains(&self.text(*op))
+            {
+                let text = self.text(*operand);
+                let name = text
+                    .strip_prefix('\'')
+                    .and_then(|t| t.strip_suffix('\''))
+                    .unwrap_or(text);
+                if !super::plain_variable_name(name) {
+                    self.facts.evaluations.push(format!(
+                        "`[[ {} {text} ]]` evaluates the array subscript in `{text}`",
+                        self.text(*op)
+                    ));
+                }
+            }
+            stack.extend(kids);
+        }
+    }
+
+    /// `${!x}` expands the variable whose name `x` holds, evaluating any subscript in it, and
+    /// `${x@P}` expands `x` as a prompt, running the substitutions in it. `${X:=v}` assigns.
+    #[inline(never)]
+    fn expansion(&mut self, n: Node) {
+        let text = self.text(n);
+        let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) else {
+            return;
+        };
+        if let Some(name) = inner.strip_prefix('!') {
+            let listing = name.ends_with('*')
+                || name.ends_with('@')
+                || name.ends_with("[@]")
+                || name.ends_with("[*]");
+            if !listing && !name.is_empty() {
+                self.facts.evaluations.push(format!(
+                    "`{text}` expands the variable a value names, evaluating any subscript in it"
+                ));
+            }
+        }
+        if inner.ends_with("@P") {
+            self.facts.evaluations.push(format!(
+                "`{text}` expands a value as a prompt, which runs the command substitutions in it"
+            ));
+        }
+        let name_len = inner
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(inner.len());
+        let (name, rest) = inner.split_at(name_len);
+        if !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && (rest.starts_with(":=") || rest.starts_with('='))
+        {
+            self.facts.assignments.push(Assignment {
+                name: name.to_string(),
+                value: None,
+                raw: text.to_string(),
+            });
         }
     }
 
