@@ -6,6 +6,8 @@
 mod allowlist;
 #[path = "classify/authorize.rs"]
 mod authorize;
+#[path = "classify/budget.rs"]
+mod budget;
 #[path = "classify/cli.rs"]
 mod cli;
 #[path = "classify/compose.rs"]

@@ -123,3 +123,19 @@ fn the_human_table_is_aligned() {
     assert!(heads[1].starts_with("DANGEROUS"));
     assert!(text.contains("writes: x"));
 }
+
+/// Issue 10, item 3: these two once overflowed i64 in brace expansion and killed the binary.
+#[test]
+fn the_i64_brace_sequences_are_answered_by_the_binary() {
+    for cmd in [
+        "echo {-9223372036854775808..9223372036854775807}",
+        "echo {1..9223372036854775807..4611686018427387904}",
+    ] {
+        let out = spear().args(["classify", "--json", cmd]).output().unwrap();
+        assert!(out.status.success(), "{cmd}: {out:?}");
+        let lines = json_lines(&out.stdout);
+        assert_eq!(lines.len(), 1, "{cmd}");
+        assert_eq!(lines[0]["command"], cmd);
+        assert_eq!(lines[0]["executables"], serde_json::json!(["echo"]));
+    }
+}

@@ -99,8 +99,38 @@ proptest! {
     }
 
     #[test]
-    fn classify_never_panics_on_shell_shaped_noise(s in r#"[a-z $|&;<>(){}'"`\\=*?~#!\n-]{0,300}"#) {
+    fn classify_never_panics_on_shell_shaped_noise(s in r#"[a-z0-9 $|&;<>(){}.,'"`\\=*?~#!\n-]{0,300}"#) {
         let a = policy().classify(&s);
+        prop_assert!(!a.reasons.is_empty());
+    }
+
+    /// Issue 10, item 3: brace sequences with digits, `..` and numbers at and past the ends of
+    /// i64 (two of them once overflowed and killed the release binary).
+    #[test]
+    fn classify_never_panics_on_sequences_of_large_numbers(
+        parts in prop::collection::vec(
+            prop_oneof![
+                Just("{".to_string()),
+                Just("}".to_string()),
+                Just("..".to_string()),
+                Just(",".to_string()),
+                Just("-".to_string()),
+                Just(" ".to_string()),
+                Just("9223372036854775807".to_string()),
+                Just("-9223372036854775808".to_string()),
+                Just("9223372036854775808".to_string()),
+                Just("4611686018427387904".to_string()),
+                Just("18446744073709551615".to_string()),
+                (0u64..=u64::MAX).prop_map(|n| n.to_string()),
+                (i64::MIN..=i64::MAX).prop_map(|n| n.to_string()),
+                "[0-9]{1,3}",
+                "[a-z]",
+            ],
+            0..24,
+        )
+    ) {
+        let text = format!("echo {}", parts.concat());
+        let a = policy().classify(&text);
         prop_assert!(!a.reasons.is_empty());
     }
 }
@@ -109,7 +139,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
     #[test]
-    fn long_lines_are_classified(unit in r#"[a-z $|&;<>(){}'"`\\=-]{1,40}"#, repeat in 1000usize..4000) {
+    fn long_lines_are_classified(unit in r#"[a-z0-9 $|&;<>(){}.,'"`\\=-]{1,40}"#, repeat in 1000usize..4000) {
         let line: String = unit.repeat(repeat).chars().take(100_000).collect();
         let a = policy().classify(&line);
         prop_assert!(!a.reasons.is_empty());

@@ -43,7 +43,6 @@ const VALUE: &str = r#"("[^"]*"|'[^']*'|[^\s'"]+)"#;
 const SAME_COMMAND: &str = r"[^|;&\n]*?";
 
 /// The rules: a pattern and its replacement (`$n` refers to the pattern's groups).
-
 fn rules() -> &'static (RegexSet, Vec<(Regex, String)>) {
     static RULES: OnceLock<(RegexSet, Vec<(Regex, String)>)> = OnceLock::new();
     RULES.get_or_init(|| {

@@ -8,7 +8,9 @@ use super::options::OptionSyntax;
 use super::paths::{self, Scope};
 use super::tables;
 use super::{PolicyConfig, scripts};
-use crate::harness::shell::{self, RedirectKind, ShellFacts, SimpleCommand, Word};
+use crate::harness::shell::{
+    self, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
+};
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
 
@@ -49,7 +51,15 @@ pub(crate) enum WriteKind {
     Mentioned,
 }
 
-pub(crate) fn classify(config: &PolicyConfig, source: &str, depth: usize) -> CommandAssessment {
+/// Classify `source`, `depth` shells deep, every cost charged to `budget` (shared with the
+/// nested shells it reads). Past the budget the answer is at least SHELL_COMPLEX, with the
+/// budget's reason: what was read still counts, what was not is never taken as harmless.
+pub(crate) fn classify(
+    config: &PolicyConfig,
+    source: &str,
+    depth: usize,
+    budget: &Budget,
+) -> CommandAssessment {
     let mut assessment = CommandAssessment::new(source);
     if depth > MAX_NESTED_SCRIPTS {
         assessment.raise(
@@ -58,7 +68,16 @@ pub(crate) fn classify(config: &PolicyConfig, source: &str, depth: usize) -> Com
         );
         return assessment;
     }
-    let facts = shell::parse(source);
+    // Only the command as given is measured: a nested script is part of it, and its parse is
+    // charged as parsed bytes.
+    if depth == 0 {
+        budget.charge(Resource::SourceBytes, source.len() as u64);
+    }
+    if let Some(reason) = budget.reason() {
+        assessment.raise(ShellComplex, reason);
+        return assessment;
+    }
+    let facts = shell::parse_within(source, budget);
     let mut cx = Cx {
         config,
         depth,
@@ -66,12 +85,16 @@ pub(crate) fn classify(config: &PolicyConfig, source: &str, depth: usize) -> Com
         a: &mut assessment,
         wrappers: 0,
         cwd: None,
+        budget,
     };
     cx.structure();
     for cmd in &facts.commands {
         cx.simple(cmd);
     }
     cx.cross_command_rules();
+    if let Some(reason) = budget.reason() {
+        assessment.raise(ShellComplex, reason);
+    }
     if assessment.reasons.is_empty() {
         let reason = if facts.commands.is_empty() {
             "there is no command to run".to_string()
@@ -92,6 +115,8 @@ pub(crate) struct Cx<'c> {
     /// Where relative paths land when the command changes directory (`cd /etc && …`): the
     /// worst place any `cd` in the line goes, when that is not the workspace.
     pub cwd: Option<Scope>,
+    /// What the whole classification may still spend.
+    pub budget: &'c Budget,
 }
 
 impl Cx<'_> {
@@ -101,7 +126,7 @@ impl Cx<'_> {
 
     /// Classify a nested script (`bash -c`, `eval`, a here-document fed to a shell) and fold it in.
     pub fn nested_script(&mut self, script: &str) {
-        let inner = classify(self.config, script, self.depth + 1);
+        let inner = classify(self.config, script, self.depth + 1, self.budget);
         self.a.absorb(inner);
     }
 
@@ -340,7 +365,7 @@ impl Cx<'_> {
                 self.network_device(arg);
             }
         }
-        let (name, args) = expand_braces(&cmd.name, &cmd.args);
+        let (name, args) = expand_braces(&cmd.name, &cmd.args, self.budget);
         self.command(&name, &args);
     }
 
@@ -815,11 +840,16 @@ fn is_fetcher(c: &SimpleCommand) -> bool {
 }
 
 /// Apply bash brace expansion to a command's words (`{rm,-rf,/}` is `rm -rf /`).
-fn expand_braces(name: &Word, args: &[Word]) -> (Word, Vec<Word>) {
+fn expand_braces(name: &Word, args: &[Word], budget: &Budget) -> (Word, Vec<Word>) {
     const LIMIT: usize = 64;
     let mut words: Vec<Word> = Vec::with_capacity(args.len() + 1);
     for w in std::iter::once(name).chain(args.iter()) {
-        match w.brace_expansion(LIMIT).filter(|v| w.brace && v.len() > 1) {
+        let expanded = if w.brace {
+            w.brace_expansion_within(LIMIT, budget)
+        } else {
+            None
+        };
+        match expanded.filter(|v| v.len() > 1) {
             Some(expanded) => words.extend(expanded.iter().map(|e| {
                 let mut x = Word::literal(e);
                 x.raw = w.raw.clone();

@@ -29,6 +29,7 @@ pub use profile::{ExecutionProfile, NotImplemented};
 use std::path::PathBuf;
 
 use crate::harness::primitives::ExecutionMode;
+use crate::harness::shell::Budget;
 
 /// Session facts the policy needs. Built once per session; immutable afterwards.
 #[derive(Debug, Clone, Default)]
@@ -56,9 +57,15 @@ impl CommandPolicy {
         &self.config
     }
 
-    /// Classify one bash command line (it may hold several commands, lines and nesting).
+    /// Classify one bash command line (it may hold several commands, lines and nesting), within
+    /// the default classification budget.
     pub fn classify(&self, command: &str) -> CommandAssessment {
-        classify::classify(&self.config, command, 0)
+        self.classify_within(command, &Budget::default())
+    }
+
+    /// Classify within `budget`, which says afterwards what was spent (tests count with it).
+    pub fn classify_within(&self, command: &str, budget: &Budget) -> CommandAssessment {
+        classify::classify(&self.config, command, 0, budget)
     }
 
     /// Intersect an assessment with what `mode` grants, asking `approver` in ASK mode.

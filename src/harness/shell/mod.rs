@@ -5,7 +5,11 @@
 //! tree-sitter-bash misparses the rest of a line after a here-document operator (upstream issue
 //! 346). So a source holding here-documents is parsed twice: as written, and with every
 //! here-document operator and body blanked out, and the facts of both parses are merged.
+//!
+//! Every parse, re-reading and walk is charged to one `Budget` (budget.rs); once it is spent the
+//! rest is not read, and that is reported as a parse error, never taken as absent.
 
+pub mod budget;
 mod keywords;
 mod walk;
 mod words;
@@ -14,6 +18,7 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+pub use budget::{Budget, BudgetLimits, Resource};
 pub use words::Word;
 
 /// How deep the syntax tree may nest before the walk stops and reports it.
@@ -230,19 +235,29 @@ const MAX_HEREDOC_OPERATORS: usize = 256;
 
 /// Parse bash source into facts. Never fails: a parser that cannot start is itself a fact.
 pub fn parse(source: &str) -> ShellFacts {
-    parse_at_depth(source, 0)
+    parse_within(source, &Budget::default())
+}
+
+/// Parse bash source into facts, every cost charged to `budget`. A spent budget is reported as a
+/// parse error (what was not read is never taken as absent) and by `budget.spent()`.
+pub fn parse_within(source: &str, budget: &Budget) -> ShellFacts {
+    let mut facts = parse_at_depth(source, 0, budget);
+    if let Some(reason) = budget.reason() {
+        facts.parse_errors.push(reason);
+    }
+    facts
 }
 
 /// Parse a source nested `depth` tree levels deep (backtick bodies are parsed on their own).
-pub(crate) fn parse_at_depth(source: &str, depth: usize) -> ShellFacts {
-    read(source, depth, true)
+pub(crate) fn parse_at_depth(source: &str, depth: usize, budget: &Budget) -> ShellFacts {
+    read(source, depth, true, budget)
 }
 
 /// One reading of `source`. `reread` allows the second readings that repair the grammar's
 /// misparses (comments in a broken parse, keywords before compound commands); they are made
 /// once, never inside each other, so that `time time … while` or `x# x# …` costs two parses and
 /// not one per keyword (3,000 `time`s took 23 s and 1.8 GB when they nested).
-fn read(source: &str, depth: usize, reread: bool) -> ShellFacts {
+fn read(source: &str, depth: usize, reread: bool, budget: &Budget) -> ShellFacts {
     // tree-sitter-bash's here-document scanning is quadratic in the operators on a line: 8,000
     // of them took 3.6 s. No real command has this many; it is refused a reading, not read.
     if source.matches("<<").count() > MAX_HEREDOC_OPERATORS {
@@ -263,14 +278,19 @@ fn read(source: &str, depth: usize, reread: bool) -> ShellFacts {
     } else {
         source
     };
-    let Some(tree) = parse_tree(source) else {
+    let Some(tree) = parse_tree(source, budget) else {
+        // A parse the budget cancelled is reported by the budget (see `parse_within`).
+        let why = match budget.spent() {
+            Some(_) => "the parse was stopped by the classification budget",
+            None => "the bash parser could not be started",
+        };
         return ShellFacts {
-            parse_errors: vec!["the bash parser could not be started".into()],
+            parse_errors: vec![why.into()],
             ..ShellFacts::default()
         };
     };
-    let mut facts = walk::walk(source, &tree, depth);
-    reread_heredocs(source, &tree, depth, &mut facts);
+    let mut facts = walk::walk(source, &tree, depth, budget);
+    reread_heredocs(source, &tree, depth, &mut facts, budget);
     if !reread {
         return facts;
     }
@@ -278,7 +298,7 @@ fn read(source: &str, depth: usize, reread: bool) -> ShellFacts {
         // A grammar that erred may have taken live code for a comment; read it as code too.
         // (Only ever stricter: on a source that parses, comments stay comments.)
         for text in keywords::comment_texts(source, &tree) {
-            let inner = read(text, depth + 1, false);
+            let inner = read(text, depth + 1, false, budget);
             facts.merge(inner);
         }
     }
@@ -287,14 +307,20 @@ fn read(source: &str, depth: usize, reread: bool) -> ShellFacts {
     {
         // Its here-documents are kept too: only this reading may link one to the shell that
         // reads it (`time while …; do bash <<E …`).
-        facts.merge(read(&blanked, depth, false));
+        facts.merge(read(&blanked, depth, false, budget));
     }
     facts
 }
 
 /// A second parse with here-documents blanked, to see commands tree-sitter hid after them, and
 /// the bodies bash would read (by its line rules), not tree-sitter's guess.
-fn reread_heredocs(source: &str, tree: &tree_sitter::Tree, depth: usize, facts: &mut ShellFacts) {
+fn reread_heredocs(
+    source: &str,
+    tree: &tree_sitter::Tree,
+    depth: usize,
+    facts: &mut ShellFacts,
+    budget: &Budget,
+) {
     let heredoc_misparse = source.contains("<<") && !facts.parse_errors.is_empty();
     if facts.heredocs.is_empty() && !heredoc_misparse {
         return;
@@ -307,37 +333,49 @@ fn reread_heredocs(source: &str, tree: &tree_sitter::Tree, depth: usize, facts: 
         }
     }
     if blanked != source
-        && let Some(tree2) = parse_tree(&blanked)
+        && let Some(tree2) = parse_tree(&blanked, budget)
     {
-        let mut second = walk::walk(&blanked, &tree2, depth);
+        let mut second = walk::walk(&blanked, &tree2, depth, budget);
         second.heredocs.clear();
         facts.merge(second);
     }
 }
 
 /// Parse `source` into a tree whose byte offsets match `source`; the walker reads every text from
-/// `source` itself, never from the copy the grammar was given.
-fn parse_tree(source: &str) -> Option<tree_sitter::Tree> {
+/// `source` itself, never from the copy the grammar was given. The bytes and the grammar's steps
+/// are charged to `budget`, and the parse is cancelled (None) when it runs out.
+fn parse_tree(source: &str, budget: &Budget) -> Option<tree_sitter::Tree> {
     #[cfg(test)]
     tests::PARSES.with(|n| n.set(n.get() + 1));
+    let pipes = memchr::memchr_iter(b'|', source.as_bytes()).count() as u64;
+    if !budget.charge(Resource::ParsedBytes, source.len() as u64)
+        || !budget.admit(Resource::PipeOperators, pipes)
+    {
+        return None;
+    }
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
         .ok()?;
     let text = grammar_copy(source);
     let bytes: &[u8] = &text;
+    let mut progress = |_: &tree_sitter::ParseState| {
+        if budget.charge(Resource::ParserSteps, 1) {
+            std::ops::ControlFlow::Continue(())
+        } else {
+            std::ops::ControlFlow::Break(())
+        }
+    };
+    let options = tree_sitter::ParseOptions::new().progress_callback(&mut progress);
+    let mut input = |i: usize, _| bytes.get(i..).unwrap_or_default();
     // The decoder is a call per character; plain ASCII without the characters it maps needs none.
     if bytes
         .iter()
         .all(|b| b.is_ascii() && !matches!(b, 0x00 | 0x0b | 0x0c | 0x0d))
     {
-        return parser.parse(bytes, None);
+        return parser.parse_with_options(&mut input, None, Some(options));
     }
-    parser.parse_custom_encoding::<AsciiLookahead, _, _>(
-        &mut |i, _| bytes.get(i..).unwrap_or_default(),
-        None,
-        None,
-    )
+    parser.parse_custom_encoding::<AsciiLookahead, _, _>(&mut input, None, Some(options))
 }
 
 /// UTF-8 decoding that shows the grammar every non-ASCII character as `x`, consuming all of its

@@ -4,17 +4,19 @@
 
 use tree_sitter::{Node, Tree};
 
+use super::budget::{Budget, Resource};
 use super::words::{Word, decode_ansi_c};
 use super::{
     Assignment, Declaration, FunctionDef, HereDoc, MAX_TREE_DEPTH, Redirect, RedirectKind,
     ShellFacts, SimpleCommand,
 };
 
-pub(super) fn walk(src: &str, tree: &Tree, depth: usize) -> ShellFacts {
+pub(super) fn walk(src: &str, tree: &Tree, depth: usize, budget: &Budget) -> ShellFacts {
     let mut w = Walker {
         src,
         facts: ShellFacts::default(),
         depth,
+        budget,
     };
     w.node(tree.root_node());
     w.facts
@@ -24,6 +26,8 @@ struct Walker<'a> {
     src: &'a str,
     facts: ShellFacts,
     depth: usize,
+    /// Every node walked is charged here; past it, nothing more is walked.
+    budget: &'a Budget,
 }
 
 impl<'a> Walker<'a> {
@@ -32,6 +36,10 @@ impl<'a> Walker<'a> {
     }
 
     fn node(&mut self, n: Node) {
+        // The caller reports a spent budget; what lies past it is not walked.
+        if !self.budget.charge(Resource::Nodes, 1) {
+            return;
+        }
         if n.is_error() {
             let snippet: String = self.text(n).chars().take(40).collect();
             self.facts
@@ -153,7 +161,7 @@ impl<'a> Walker<'a> {
             bodies.push(unterminated);
         }
         for body in bodies {
-            let inner = super::parse_at_depth(&body, self.depth + 1);
+            let inner = super::parse_at_depth(&body, self.depth + 1, self.budget);
             self.facts.merge(inner);
         }
     }
@@ -187,7 +195,7 @@ impl<'a> Walker<'a> {
             .trim_start_matches('$')
             .trim_start_matches("((")
             .trim_end_matches("))");
-        let reading = super::parse_at_depth(&format!("( {inner} )"), self.depth + 1);
+        let reading = super::parse_at_depth(&format!("( {inner} )"), self.depth + 1, self.budget);
         self.facts.merge(reading);
         self.facts.arithmetic_on_variables = true;
     }
@@ -429,7 +437,7 @@ impl<'a> Walker<'a> {
         let mut w = Word::new(self.src.get(start - 1..c.end_byte()).unwrap_or(""));
         w.push_unquoted_char('{', false);
         self.word_part(inner, &mut w);
-        w.finish();
+        w.finish(self.budget);
         w
     }
 
@@ -680,7 +688,7 @@ impl<'a> Walker<'a> {
     fn word(&mut self, n: Node) -> Word {
         let mut w = Word::new(self.text(n));
         self.word_part(n, &mut w);
-        w.finish();
+        w.finish(self.budget);
         w
     }
 

@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use super::budget::{Budget, Resource};
+
 /// One shell word.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Word {
@@ -85,8 +87,9 @@ impl Word {
         }
     }
 
-    /// Decide glob/brace/tilde once the whole word is assembled.
-    pub(crate) fn finish(&mut self) {
+    /// Decide glob/brace/tilde once the whole word is assembled. Finding brace lists is charged
+    /// to `budget`; a word too costly to scan counts as a brace expansion (so as dynamic).
+    pub(crate) fn finish(&mut self, budget: &Budget) {
         let chars: Vec<char> = self.pattern.chars().collect();
         self.tilde = chars.first() == Some(&'~');
         let mut escaped = false;
@@ -101,7 +104,7 @@ impl Word {
                 _ => {}
             }
         }
-        self.brace = !brace_expand(&self.pattern, 2).is_single();
+        self.brace = !brace_expand(&self.pattern, 2, budget).is_single();
         if self.glob || self.brace || self.tilde {
             self.dynamic = true;
         }
@@ -115,7 +118,12 @@ impl Word {
     /// The words bash would produce by brace expansion (at most `limit`; `None` beyond it).
     /// Words without brace lists expand to themselves.
     pub fn brace_expansion(&self, limit: usize) -> Option<Vec<String>> {
-        match brace_expand(&self.pattern, limit) {
+        self.brace_expansion_within(limit, &Budget::default())
+    }
+
+    /// `brace_expansion`, its work charged to `budget` (`None` too when the budget runs out).
+    pub fn brace_expansion_within(&self, limit: usize, budget: &Budget) -> Option<Vec<String>> {
+        match brace_expand(&self.pattern, limit, budget) {
             Expansion::Words(ws) => Some(ws.iter().map(|w| unescape_pattern(w)).collect()),
             Expansion::TooMany => None,
         }
@@ -149,14 +157,36 @@ fn unescape_pattern(p: &str) -> String {
 }
 
 /// Bash brace expansion over a pattern string (escaped characters are literal): comma lists with
-/// nesting and `{a..b}` sequences of integers or single letters.
-fn brace_expand(p: &str, limit: usize) -> Expansion {
+/// nesting and `{a..b}` sequences of integers or single letters. Every character scanned or
+/// copied is charged to `budget`: `{{{{…` without a `}` is scanned once per brace, which for a
+/// megabyte of braces was minutes of work.
+fn brace_expand(p: &str, limit: usize, budget: &Budget) -> Expansion {
     let chars: Vec<char> = p.chars().collect();
     let mut out = Vec::new();
-    if expand_into(&chars, limit, &mut out, 0) {
+    let mut work = Work {
+        used: 0,
+        allowance: budget.remaining(Resource::BraceWork),
+    };
+    let done = expand_into(&chars, limit, &mut out, 0, &mut work);
+    let charged = budget.charge(Resource::BraceWork, work.used);
+    if done && charged {
         Expansion::Words(out)
     } else {
         Expansion::TooMany
+    }
+}
+
+/// Brace-expansion work done, against what the budget allows.
+struct Work {
+    used: u64,
+    allowance: u64,
+}
+
+impl Work {
+    /// Spend `n` steps; false once past the allowance.
+    fn spend(&mut self, n: usize) -> bool {
+        self.used = self.used.saturating_add(n as u64);
+        self.used <= self.allowance
     }
 }
 
@@ -164,24 +194,36 @@ fn brace_expand(p: &str, limit: usize) -> Expansion {
 /// copies the word and recurses, and 16,000 `{a,b}` once overflowed the stack (1.3 GB at 10,000).
 const MAX_BRACE_GROUPS: usize = 32;
 
-fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>, groups: usize) -> bool {
+fn expand_into(
+    chars: &[char],
+    limit: usize,
+    out: &mut Vec<String>,
+    groups: usize,
+    work: &mut Work,
+) -> bool {
     if groups > MAX_BRACE_GROUPS {
         return false;
     }
     // Find the first unescaped '{' that has a matching '}' with a top-level ',' or '..'.
     let mut i = 0;
     while i < chars.len() {
+        if !work.spend(1) {
+            return false;
+        }
         match chars[i] {
             '\\' => i += 2,
             '{' => {
-                if let Some((close, alternatives)) = brace_group(chars, i) {
+                if let Some((close, alternatives)) = brace_group(chars, i, work) {
                     let prefix = &chars[..i];
                     let suffix = &chars[close + 1..];
                     for alt in alternatives {
+                        if !work.spend(prefix.len() + alt.len() + suffix.len()) {
+                            return false;
+                        }
                         let mut combined: Vec<char> = prefix.to_vec();
                         combined.extend(alt);
                         combined.extend_from_slice(suffix);
-                        if !expand_into(&combined, limit, out, groups + 1) {
+                        if !expand_into(&combined, limit, out, groups + 1, work) {
                             return false;
                         }
                     }
@@ -200,11 +242,14 @@ fn expand_into(chars: &[char], limit: usize, out: &mut Vec<String>, groups: usiz
 }
 
 /// For the '{' at `open`: its matching '}' and the alternatives, when it is a real brace list.
-fn brace_group(chars: &[char], open: usize) -> Option<(usize, Vec<Vec<char>>)> {
+fn brace_group(chars: &[char], open: usize, work: &mut Work) -> Option<(usize, Vec<Vec<char>>)> {
     let mut depth = 0usize;
     let mut parts: Vec<Vec<char>> = vec![Vec::new()];
     let mut i = open + 1;
     while i < chars.len() {
+        if !work.spend(1) {
+            return None;
+        }
         let c = chars[i];
         match c {
             '\\' => {
@@ -374,7 +419,7 @@ mod tests {
         for c in s.chars() {
             w.push_unquoted_char(c, false);
         }
-        w.finish();
+        w.finish(&Budget::default());
         w
     }
 
@@ -462,7 +507,7 @@ mod tests {
     fn quoted_braces_do_not_expand() {
         let mut w = Word::new("\"{a,b}\"");
         w.push_quoted("{a,b}");
-        w.finish();
+        w.finish(&Budget::default());
         assert!(!w.brace && !w.dynamic);
         assert_eq!(w.brace_expansion(10).unwrap(), vec!["{a,b}"]);
     }
