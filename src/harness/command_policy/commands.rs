@@ -787,7 +787,7 @@ impl Cx<'_> {
             .map(|w| w.value.as_str())
             .collect::<Vec<_>>()
             .join(" ");
-        let remote = super::classify::classify(self.config, &script, self.depth + 1);
+        let remote = super::classify::classify(self.config, &script, self.depth + 1, self.budget);
         if remote.class == Dangerous {
             self.raise(
                 Dangerous,
