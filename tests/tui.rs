@@ -1,0 +1,16 @@
+//! The TUI's tests, one binary: snapshots of every widget's visible states rendered with
+//! ratatui's `TestBackend` (pinned by `insta`), and app tests that drive keys and agent events
+//! through `update` without a terminal, including the ASK dialog's early-key guard.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
+#[path = "tui/app_events.rs"]
+mod app_events;
+#[path = "tui/audit_pane.rs"]
+mod audit_pane;
+#[path = "tui/dialogs.rs"]
+mod dialogs;
+#[path = "tui/support.rs"]
+mod support;
+#[path = "tui/widgets.rs"]
+mod widgets;
