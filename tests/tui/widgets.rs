@@ -143,3 +143,24 @@ fn no_color_draws_without_colours() {
     let map = style_map(&app, 40, 6);
     assert!(!map.contains("Rgb"), "{map}");
 }
+
+/// The capture shown in the README: a short session with a prompt, an answer, a command and a
+/// patch, and the dialog asking about the next command.
+#[test]
+fn readme_session() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    app.update(Event::Resize(100, 34));
+    type_text(&mut app, "rename world to Spear in hello.txt and show it", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    agent(&mut app, AgentEvent::TextDelta { text: "I'll **patch** `hello.txt`, then print it.".into() });
+    app.update(Event::Preview { call_id: "p1".into(), diff: FileDiff::between("hello.txt", Some(b"Hello, world\n"), b"Hello, Spear\n") });
+    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "p1".into(), name: "patch".into(), arguments: json!({"path": "hello.txt"}) });
+    agent(&mut app, AgentEvent::ToolCallFinished { call_id: "p1".into(), envelope: envelope("p1", "patch", ok_output("patched hello.txt", 0), None) });
+    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "c1".into(), name: "terminal".into(), arguments: json!({"command": "cat hello.txt"}) });
+    app.update(Event::Tick(ms(t0, 300)));
+    agent(&mut app, AgentEvent::ToolCallFinished { call_id: "c1".into(), envelope: envelope("c1", "terminal", ok_output("Hello, Spear\n", 0), Some(CommandClass::ReadOnly)) });
+    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "c2".into(), name: "terminal".into(), arguments: json!({"command": "git commit -am 'Say Spear'"}) });
+    agent(&mut app, approval("c2", "git commit -am 'Say Spear'", "WORKSPACE_MUTATING", &[".git/"], false));
+    insta::assert_snapshot!(render(&app, 100, 34));
+}
