@@ -46,16 +46,31 @@ fn app() -> App {
 fn long_session() -> App {
     let mut app = app();
     app.update(Event::Resize(120, 40));
-    let output: String = (0..1000).map(|i| format!("\x1b[32mline {i}\x1b[0m of the output\n")).collect();
+    let output: String = (0..1000)
+        .map(|i| format!("\x1b[32mline {i}\x1b[0m of the output\n"))
+        .collect();
     for i in 0..5000 {
         let id = format!("c{i}");
-        app.update(Event::Agent(AgentEvent::TextDelta { text: format!("Step {i}: **run** the `tests`.") }));
-        app.update(Event::Agent(AgentEvent::ToolCallStarted { call_id: id.clone(), name: "terminal".into(), arguments: json!({"command": "cargo test"}) }));
+        app.update(Event::Agent(AgentEvent::TextDelta {
+            text: format!("Step {i}: **run** the `tests`."),
+        }));
+        app.update(Event::Agent(AgentEvent::ToolCallStarted {
+            call_id: id.clone(),
+            name: "terminal".into(),
+            arguments: json!({"command": "cargo test"}),
+        }));
         let mut r = ToolResult::ok(output.clone());
         r.exit_code = Some(0);
         let env = ToolResultEnvelope::build(&id, "terminal", r, None);
-        app.update(Event::Agent(AgentEvent::ToolCallFinished { call_id: id, envelope: Box::new(env) }));
-        app.update(Event::Agent(AgentEvent::Done { reason: StopReason::Finished, tool_calls: 1, message: None }));
+        app.update(Event::Agent(AgentEvent::ToolCallFinished {
+            call_id: id,
+            envelope: Box::new(env),
+        }));
+        app.update(Event::Agent(AgentEvent::Done {
+            reason: StopReason::Finished,
+            tool_calls: 1,
+            message: None,
+        }));
     }
     app
 }
@@ -97,7 +112,10 @@ fn audit_open(c: &mut Criterion) {
             let page = feed.older(PAGE).unwrap();
             let mut app = app();
             app.update(Event::Resize(120, 40));
-            app.update(Event::Key { key: crossterm::event::KeyEvent::from(crossterm::event::KeyCode::F(2)), at: Instant::now() });
+            app.update(Event::Key {
+                key: crossterm::event::KeyEvent::from(crossterm::event::KeyCode::F(2)),
+                at: Instant::now(),
+            });
             app.update(Event::AuditOlder(page));
             let mut buf = Buffer::empty(area);
             spear::tui::ui::render(&app, area, &mut buf);

@@ -55,7 +55,9 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         Some(Err(e)) => (None, Some(format!("{e:#}"))),
         None => (None, no_model),
     };
-    let mode = settings.as_ref().map_or(args.mode.unwrap_or(ExecutionMode::Ask), |s| s.mode);
+    let mode = settings
+        .as_ref()
+        .map_or(args.mode.unwrap_or(ExecutionMode::Ask), |s| s.mode);
     let network = settings.as_ref().is_some_and(|s| s.network);
     let harness = match &settings {
         Some(s) => s.harness.clone(),

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use spear::harness::audit::default_state_home;
 use spear::agent::config::HarnessSettings;
-use spear::harness::netns::IpPrefix;
+use spear::harness::audit::default_state_home;
 use spear::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
+use spear::harness::netns::IpPrefix;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;

@@ -205,7 +205,10 @@ impl App {
                 if self.status.busy {
                     self.dirty = true;
                 }
-                if self.quit_armed.is_some_and(|t| now.saturating_duration_since(t) > QUIT_WINDOW) {
+                if self
+                    .quit_armed
+                    .is_some_and(|t| now.saturating_duration_since(t) > QUIT_WINDOW)
+                {
                     self.quit_armed = None;
                     self.dirty = true;
                 }
@@ -216,7 +219,11 @@ impl App {
 
     pub(crate) fn open_audit(&mut self, fx: &mut Vec<Effect>) {
         self.audit_open = !self.audit_open;
-        self.focus = if self.audit_open { Focus::Audit } else { Focus::Composer };
+        self.focus = if self.audit_open {
+            Focus::Audit
+        } else {
+            Focus::Composer
+        };
         if self.audit_open && !self.audit_started {
             self.audit_started = true;
             fx.push(Effect::AuditOpen);
@@ -224,23 +231,27 @@ impl App {
     }
 
     pub(crate) fn scroll_by(&mut self, delta: i64) {
-        let s = self.scroll as i64 + delta;
-        let max = self
-            .heights
-            .total(&self.cells, self.size.0.saturating_sub(2), &self.theme, self.now)
-            .saturating_sub(self.page());
-        self.scroll = s.clamp(0, max as i64) as usize;
+        let wanted = (self.scroll as i64).saturating_add(delta).max(0) as usize;
+        let width = self.size.0.saturating_sub(2);
+        self.scroll =
+            self.heights
+                .clamp_scroll(&self.cells, width, &self.theme, self.now, wanted, self.page());
     }
 
     pub(crate) fn set_mode(&mut self, mode: ExecutionMode, fx: &mut Vec<Effect>) {
         self.status.mode = mode;
         fx.push(Effect::Mode(mode));
         let note = match mode {
-            ExecutionMode::Auto => "AUTO mode: commands and writes run without asking (DANGEROUS is still refused)",
+            ExecutionMode::Auto => {
+                "AUTO mode: commands and writes run without asking (DANGEROUS is still refused)"
+            }
             ExecutionMode::Ask => "ASK mode: writes, complex shell and network are asked first",
             ExecutionMode::Safe => "SAFE mode: read-only; every write is refused",
         };
-        self.notice(NoticeKind::Info, format!("{note}; takes effect from the next request"));
+        self.notice(
+            NoticeKind::Info,
+            format!("{note}; takes effect from the next request"),
+        );
     }
 
     pub(crate) fn set_theme(&mut self, theme: Theme) {
@@ -259,7 +270,9 @@ impl App {
                 ChatMessage::User { content } => {
                     self.cells.push(CellKind::User(content.clone()));
                 }
-                ChatMessage::Assistant { content: Some(c), .. } => {
+                ChatMessage::Assistant {
+                    content: Some(c), ..
+                } => {
                     self.cells.push(CellKind::Assistant {
                         text: c.clone(),
                         streaming: false,
@@ -273,7 +286,11 @@ impl App {
         }
         self.notice(
             NoticeKind::Info,
-            format!("resumed session {} ({} messages)", s.meta.id, s.messages.len()),
+            format!(
+                "resumed session {} ({} messages)",
+                s.meta.id,
+                s.messages.len()
+            ),
         );
     }
 

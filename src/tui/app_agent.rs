@@ -47,7 +47,10 @@ impl App {
                 network,
                 ..
             } => {
-                if self.session_allowed.contains(&(command.clone(), class.clone())) {
+                if self
+                    .session_allowed
+                    .contains(&(command.clone(), class.clone()))
+                {
                     fx.push(Effect::Answer {
                         call_id,
                         decision: ApprovalDecision::Approve,
@@ -112,7 +115,9 @@ impl App {
                 self.confirm = None;
                 match reason {
                     StopReason::Finished => {}
-                    StopReason::Cancelled => self.notice(NoticeKind::Info, "the turn was cancelled"),
+                    StopReason::Cancelled => {
+                        self.notice(NoticeKind::Info, "the turn was cancelled")
+                    }
                     StopReason::Error => {}
                     other => self.notice(
                         NoticeKind::Warning,
@@ -123,7 +128,11 @@ impl App {
         }
     }
 
-    fn finished(&mut self, call_id: &str, envelope: Box<crate::tools::envelope::ToolResultEnvelope>) {
+    fn finished(
+        &mut self,
+        call_id: &str,
+        envelope: Box<crate::tools::envelope::ToolResultEnvelope>,
+    ) {
         let now = self.now;
         let Some((t, v)) = self.cells.tool_mut(call_id) else {
             return;
@@ -147,9 +156,12 @@ impl App {
             && envelope.status == ToolStatus::Ok;
         t.envelope = Some(envelope);
         if fold
-            && let Some(c) = self.cells.items.iter_mut().rev().find(
-                |c| matches!(&c.kind, CellKind::Tool(t) if t.call_id == call_id),
-            )
+            && let Some(c) = self
+                .cells
+                .items
+                .iter_mut()
+                .rev()
+                .find(|c| matches!(&c.kind, CellKind::Tool(t) if t.call_id == call_id))
         {
             c.folded = true;
         }

@@ -60,7 +60,10 @@ impl App {
     pub(crate) fn key(&mut self, key: KeyEvent, at: Instant, fx: &mut Vec<Effect>) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
-            if self.quit_armed.is_some_and(|t| at.saturating_duration_since(t) <= QUIT_WINDOW) {
+            if self
+                .quit_armed
+                .is_some_and(|t| at.saturating_duration_since(t) <= QUIT_WINDOW)
+            {
                 self.quit = true;
                 fx.push(Effect::Quit);
             } else {
@@ -71,7 +74,8 @@ impl App {
         if let Some(c) = &mut self.confirm {
             if let Some(d) = c.key(key, at) {
                 if d.for_session {
-                    self.session_allowed.insert((c.view.command.clone(), c.view.class.clone()));
+                    self.session_allowed
+                        .insert((c.view.command.clone(), c.view.class.clone()));
                 }
                 self.confirm = None;
                 fx.push(Effect::Answer {
@@ -138,7 +142,10 @@ impl App {
         let n = self.cells.len();
         match key.code {
             KeyCode::Up | KeyCode::Char('k') => {
-                self.focused_cell = Some(self.focused_cell.map_or(n.saturating_sub(1), |i| i.saturating_sub(1)));
+                self.focused_cell = Some(
+                    self.focused_cell
+                        .map_or(n.saturating_sub(1), |i| i.saturating_sub(1)),
+                );
             }
             KeyCode::Down | KeyCode::Char('j') => {
                 self.focused_cell = self.focused_cell.map(|i| (i + 1).min(n.saturating_sub(1)));
@@ -152,7 +159,10 @@ impl App {
             KeyCode::Char('y') => {
                 if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get(i)) {
                     fx.push(Effect::Copy(c.plain_text()));
-                    self.notice(NoticeKind::Info, "copied the cell to the clipboard (OSC 52)");
+                    self.notice(
+                        NoticeKind::Info,
+                        "copied the cell to the clipboard (OSC 52)",
+                    );
                 }
             }
             KeyCode::Home => self.scroll_by(i64::MAX / 4),
@@ -167,7 +177,9 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let text = self.composer.lines().join("\n");
         match key.code {
-            KeyCode::Enter if shift || key.modifiers.contains(KeyModifiers::ALT) => self.composer.insert_newline(),
+            KeyCode::Enter if shift || key.modifiers.contains(KeyModifiers::ALT) => {
+                self.composer.insert_newline()
+            }
             KeyCode::Char('j') if ctrl => self.composer.insert_newline(),
             KeyCode::Enter => {
                 self.composer = composer();
@@ -185,10 +197,15 @@ impl App {
                 }
             },
             KeyCode::Up if self.composer.cursor().0 == 0 && !self.history.is_empty() => {
-                let i = self.history_pos.map_or(self.history.len() - 1, |i| i.saturating_sub(1));
+                let i = self
+                    .history_pos
+                    .map_or(self.history.len() - 1, |i| i.saturating_sub(1));
                 self.recall(i);
             }
-            KeyCode::Down if self.history_pos.is_some() && self.composer.cursor().0 + 1 >= self.composer.lines().len() => {
+            KeyCode::Down
+                if self.history_pos.is_some()
+                    && self.composer.cursor().0 + 1 >= self.composer.lines().len() =>
+            {
                 match self.history_pos {
                     Some(i) if i + 1 < self.history.len() => self.recall(i + 1),
                     _ => {
@@ -227,9 +244,10 @@ impl App {
         }
         self.scroll = 0;
         match input {
-            Input::Prompt(_) | Input::Command(_) if self.busy() => {
-                self.notice(NoticeKind::Warning, "a turn is running: wait for it, or Esc to cancel it")
-            }
+            Input::Prompt(_) | Input::Command(_) if self.busy() => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: wait for it, or Esc to cancel it",
+            ),
             Input::Prompt(p) if !self.has_model => {
                 self.cells.push(CellKind::User(p));
                 self.notice(NoticeKind::Warning, CONNECT_HELP);
@@ -260,17 +278,29 @@ impl App {
     fn slash(&mut self, s: Slash, fx: &mut Vec<Effect>) {
         match s {
             Slash::Help => {
-                let mut lines: Vec<String> = SLASH.iter().map(|(n, a, h)| {
-                    let args = if a.is_empty() { String::new() } else { format!(" {}", a.join("|")) };
-                    format!("{n}{args}  {h}")
-                }).collect();
+                let mut lines: Vec<String> = SLASH
+                    .iter()
+                    .map(|(n, a, h)| {
+                        let args = if a.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {}", a.join("|"))
+                        };
+                        format!("{n}{args}  {h}")
+                    })
+                    .collect();
                 lines.push(String::new());
-                lines.push("!COMMAND  run a command through the harness (policy, dialog, audit)".into());
+                lines.push(
+                    "!COMMAND  run a command through the harness (policy, dialog, audit)".into(),
+                );
                 for (k, what) in COMPOSER_KEYS.iter().chain(CONVERSATION_KEYS.iter()) {
                     lines.push(format!("{k:<20} {what}"));
                 }
                 lines.push("Esc                  cancel the running turn".into());
-                self.popup = Some(Popup::Text { title: " help ".into(), lines });
+                self.popup = Some(Popup::Text {
+                    title: " help ".into(),
+                    lines,
+                });
             }
             Slash::Mode(m) => self.set_mode(m, fx),
             Slash::Network(on) => {
@@ -279,10 +309,16 @@ impl App {
             }
             Slash::Audit => self.open_audit(fx),
             Slash::Compact if self.has_model && !self.busy() => fx.push(Effect::Compact),
-            Slash::Compact => self.notice(NoticeKind::Warning, "/compact needs a model and no running turn"),
+            Slash::Compact => self.notice(
+                NoticeKind::Warning,
+                "/compact needs a model and no running turn",
+            ),
             Slash::New if !self.busy() => fx.push(Effect::NewSession),
             Slash::Resume if !self.busy() => fx.push(Effect::ListSessions),
-            Slash::New | Slash::Resume => self.notice(NoticeKind::Warning, "a turn is running: Esc cancels it first"),
+            Slash::New | Slash::Resume => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: Esc cancels it first",
+            ),
             Slash::Model => {
                 let current = match &self.status.model {
                     Some((p, m)) => format!("provider {p}, model {m}"),
@@ -293,7 +329,10 @@ impl App {
                     String::new(),
                     "Change it with SPEAR_MODEL / SPEAR_BASE_URL, `--model` on `spear run`, or the config's [providers] (README \"Connect a model\"); restart Spear to use it.".into(),
                 ];
-                self.popup = Some(Popup::Text { title: " model ".into(), lines });
+                self.popup = Some(Popup::Text {
+                    title: " model ".into(),
+                    lines,
+                });
             }
             Slash::Theme(name) => match Theme::load(&name, self.theme.monochrome) {
                 Ok(t) => self.set_theme(t),

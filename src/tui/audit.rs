@@ -80,7 +80,9 @@ impl AuditView {
                 .as_ref()
                 .is_none_or(|c| r.class.is_some_and(|rc| rc.as_str() == c))
             && (self.search.is_empty()
-                || r.summary("").to_lowercase().contains(&self.search.to_lowercase()))
+                || r.summary("")
+                    .to_lowercase()
+                    .contains(&self.search.to_lowercase()))
     }
 
     /// The filtered records, oldest first.

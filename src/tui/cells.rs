@@ -61,7 +61,8 @@ impl ToolCell {
         self.partial.push_str(text);
         while let Some(nl) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=nl).collect();
-            self.live.push_back(line.trim_end_matches(['\n', '\r']).to_string());
+            self.live
+                .push_back(line.trim_end_matches(['\n', '\r']).to_string());
             if self.live.len() > LIVE_LINES {
                 self.live.pop_front();
             }
@@ -174,7 +175,13 @@ impl Cells {
     pub fn stream_text(&mut self, delta: &str, reasoning: bool) {
         if let Some(last) = self.items.last_mut() {
             match (&mut last.kind, reasoning) {
-                (CellKind::Assistant { text, streaming: true }, false)
+                (
+                    CellKind::Assistant {
+                        text,
+                        streaming: true,
+                    },
+                    false,
+                )
                 | (CellKind::Reasoning(text), true) => {
                     text.push_str(delta);
                     last.touch();

@@ -9,13 +9,29 @@ use crate::harness::primitives::ExecutionMode;
 pub const SLASH: [(&str, &[&str], &str); 10] = [
     ("/help", &[], "key bindings and commands"),
     ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
-    ("/network", &["on", "off"], "let commands that need the network have it"),
+    (
+        "/network",
+        &["on", "off"],
+        "let commands that need the network have it",
+    ),
     ("/audit", &[], "show or hide the audit pane (F2)"),
-    ("/compact", &[], "shorten the conversation to fit the context window"),
+    (
+        "/compact",
+        &[],
+        "shorten the conversation to fit the context window",
+    ),
     ("/new", &[], "start a new session"),
     ("/resume", &[], "reopen one of this workspace's sessions"),
-    ("/model", &[], "the provider and model in use, and how to change them"),
-    ("/theme", &["dark", "light", "high-contrast"], "switch the colour theme"),
+    (
+        "/model",
+        &[],
+        "the provider and model in use, and how to change them",
+    ),
+    (
+        "/theme",
+        &["dark", "light", "high-contrast"],
+        "switch the colour theme",
+    ),
     ("/quit", &[], "leave Spear"),
 ];
 

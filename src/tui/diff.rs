@@ -130,7 +130,12 @@ pub fn planned(host: &SpearHost, tool: &str, args: &Value) -> Option<FileDiff> {
 }
 
 /// The file's content after the call, computed by the tool's own edit code.
-pub fn apply(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) -> Result<Vec<u8>, String> {
+pub fn apply(
+    tool: &str,
+    args: &Value,
+    before: Option<&[u8]>,
+    path: &str,
+) -> Result<Vec<u8>, String> {
     if tool == "write_file" {
         return args
             .get("content")
@@ -148,9 +153,20 @@ pub fn apply(tool: &str, args: &Value, before: Option<&[u8]>, path: &str) -> Res
         .map(|a| {
             a.iter()
                 .map(|e| Edit {
-                    old: e.get("old").and_then(Value::as_str).unwrap_or_default().into(),
-                    new: e.get("new").and_then(Value::as_str).unwrap_or_default().into(),
-                    replace_all: e.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+                    old: e
+                        .get("old")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .into(),
+                    new: e
+                        .get("new")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .into(),
+                    replace_all: e
+                        .get("replace_all")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
                 })
                 .collect()
         })

@@ -118,6 +118,18 @@ impl<M: ChatModel + 'static> Driver<M> {
         Ok(loaded)
     }
 
+    /// The runtime, starting a session on the first request (so a look around opens none).
+    fn runtime_or_new(&mut self) -> Option<Arc<Mutex<AgentRuntime<M>>>> {
+        if self.runtime.is_none() {
+            match self.new_session() {
+                Ok(Some(id)) => self.send(Event::Note(format!("session {id}"))),
+                Ok(None) => {}
+                Err(e) => self.fail(format!("cannot start a session: {e}")),
+            }
+        }
+        self.runtime.clone()
+    }
+
     fn controller(&mut self) -> TaskController {
         let task = TaskController::new(self.mode, self.sink.clone());
         self.task = Some(task.clone());
@@ -133,7 +145,7 @@ impl<M: ChatModel + 'static> Driver<M> {
                 }
                 return false;
             }
-            Effect::Submit(text) => match self.runtime.clone() {
+            Effect::Submit(text) => match self.runtime_or_new() {
                 Some(rt) => {
                     let task = self.controller();
                     tokio::spawn(async move {
@@ -238,7 +250,12 @@ impl<M: ChatModel + 'static> Driver<M> {
     async fn network(&mut self, on: bool) {
         let router = match (self.rebuild)(on) {
             Ok(r) => r,
-            Err(e) => return self.fail(format!("cannot switch the network {}: {e}", if on { "on" } else { "off" })),
+            Err(e) => {
+                return self.fail(format!(
+                    "cannot switch the network {}: {e}",
+                    if on { "on" } else { "off" }
+                ));
+            }
         };
         self.router = router;
         // The conversation goes on in the same session, with the new router under it.
@@ -246,9 +263,10 @@ impl<M: ChatModel + 'static> Driver<M> {
             let conversation = old.lock().await.conversation().to_vec();
             match (self.store.resume(&id), &self.model) {
                 (Ok((_, writer)), Some((model, _))) => {
-                    let rt = AgentRuntime::new(model.clone(), self.router.clone(), self.options.clone())
-                        .with_session(writer)
-                        .with_conversation(conversation);
+                    let rt =
+                        AgentRuntime::new(model.clone(), self.router.clone(), self.options.clone())
+                            .with_session(writer)
+                            .with_conversation(conversation);
                     self.runtime = Some(Arc::new(Mutex::new(rt)));
                 }
                 (Err(e), _) => self.fail(format!("the session could not be continued: {e}")),

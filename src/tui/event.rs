@@ -21,7 +21,10 @@ use crate::tui::widgets::status_bar::SandboxHealth;
 #[derive(Debug)]
 pub enum Event {
     /// A key, with when the loop received it (the dialog's early-key guard compares it).
-    Key { key: KeyEvent, at: Instant },
+    Key {
+        key: KeyEvent,
+        at: Instant,
+    },
     /// A bracketed paste, whole.
     Paste(String),
     /// Mouse wheel: lines, negative up.
@@ -30,7 +33,10 @@ pub enum Event {
     Resize(u16, u16),
     Agent(AgentEvent),
     /// The diff a write_file/patch call will make, computed off the loop.
-    Preview { call_id: String, diff: FileDiff },
+    Preview {
+        call_id: String,
+        diff: FileDiff,
+    },
     Sandbox(SandboxHealth),
     AuditOlder(Page),
     AuditNew(Vec<AuditRecord>),
@@ -51,8 +57,14 @@ pub enum Effect {
     /// A request for the model (with any `!COMMAND` results prepended).
     Submit(String),
     /// `!COMMAND` through the router (policy, dialog, audit).
-    RunCommand { call_id: String, command: String },
-    Answer { call_id: String, decision: ApprovalDecision },
+    RunCommand {
+        call_id: String,
+        command: String,
+    },
+    Answer {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
     Cancel,
     Quit,
     Mode(ExecutionMode),

@@ -101,7 +101,10 @@ mod tests {
         let t = Theme::named("dark").unwrap();
         let lines = highlight("fn main() {}\n", "rust", &t);
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].spans.len() > 1, "rust should be split into styled tokens");
+        assert!(
+            lines[0].spans.len() > 1,
+            "rust should be split into styled tokens"
+        );
         let plain = highlight("a b\n", "no-such-language", &t);
         assert_eq!(plain[0].spans.len(), 1);
         assert_eq!(plain[0].spans[0].content, "a b");

@@ -58,12 +58,20 @@ fn block_line(raw: &str, theme: &Theme) -> Line<'static> {
         let style = theme
             .accent()
             .add_modifier(Modifier::BOLD)
-            .add_modifier(if hashes == 1 { Modifier::UNDERLINED } else { Modifier::empty() });
+            .add_modifier(if hashes == 1 {
+                Modifier::UNDERLINED
+            } else {
+                Modifier::empty()
+            });
         return Line::from(inline(trimmed[hashes..].trim(), style, theme));
     }
     if let Some(rest) = trimmed.strip_prefix("> ") {
         let mut spans = vec![Span::styled("│ ", theme.secondary())];
-        spans.extend(inline(rest, theme.secondary().add_modifier(Modifier::ITALIC), theme));
+        spans.extend(inline(
+            rest,
+            theme.secondary().add_modifier(Modifier::ITALIC),
+            theme,
+        ));
         return Line::from(spans);
     }
     let pad = " ".repeat(indent);
@@ -99,16 +107,25 @@ fn inline(text: &str, base: Style, theme: &Theme) -> Vec<Span<'static>> {
     while let Some(c) = rest.chars().next() {
         let found = match c {
             '`' => delimited(rest, "`").map(|(inner, n)| {
-                (vec![Span::styled(inner.to_string(), theme.accent().bg(theme.surface))], n)
+                (
+                    vec![Span::styled(
+                        inner.to_string(),
+                        theme.accent().bg(theme.surface),
+                    )],
+                    n,
+                )
             }),
-            '*' if rest.starts_with("**") => delimited(rest, "**").map(|(inner, n)| {
-                (inline(inner, base.add_modifier(Modifier::BOLD), theme), n)
-            }),
-            '*' | '_' => delimited(rest, &rest[..1]).filter(|(i, _)| !i.starts_with(' ')).map(
-                |(inner, n)| (inline(inner, base.add_modifier(Modifier::ITALIC), theme), n),
-            ),
+            '*' if rest.starts_with("**") => delimited(rest, "**")
+                .map(|(inner, n)| (inline(inner, base.add_modifier(Modifier::BOLD), theme), n)),
+            '*' | '_' => delimited(rest, &rest[..1])
+                .filter(|(i, _)| !i.starts_with(' '))
+                .map(|(inner, n)| (inline(inner, base.add_modifier(Modifier::ITALIC), theme), n)),
             '[' => link(rest).map(|(label, url, n)| {
-                let mut v = inline(label, base.fg(theme.accent).add_modifier(Modifier::UNDERLINED), theme);
+                let mut v = inline(
+                    label,
+                    base.fg(theme.accent).add_modifier(Modifier::UNDERLINED),
+                    theme,
+                );
                 v.push(Span::styled(format!(" <{url}>"), theme.secondary()));
                 (v, n)
             }),

@@ -75,7 +75,9 @@ pub struct Outcome {
 /// A terminal event as the app sees it.
 fn translate(e: TermEvent, now: Instant) -> Option<Event> {
     match e {
-        TermEvent::Key(k) if k.kind != KeyEventKind::Release => Some(Event::Key { key: k, at: now }),
+        TermEvent::Key(k) if k.kind != KeyEventKind::Release => {
+            Some(Event::Key { key: k, at: now })
+        }
         TermEvent::Paste(s) => Some(Event::Paste(s)),
         TermEvent::Mouse(m) => match m.kind {
             MouseEventKind::ScrollUp => Some(Event::Scroll(-3)),
@@ -96,11 +98,8 @@ pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<O
     let mut driver = Driver::new(launch.parts, sink, tx.clone());
     let mut app = App::new(launch.init, Instant::now());
     match &launch.start {
-        SessionStart::New => {
-            if let Err(e) = driver.new_session() {
-                app.update(Event::Failed(format!("cannot start a session: {e}")));
-            }
-        }
+        // A session is started by the first request.
+        SessionStart::New => {}
         SessionStart::Resume(id) => match driver.resume(id) {
             Ok(loaded) => {
                 app.update(Event::SessionLoaded(Box::new(loaded)));

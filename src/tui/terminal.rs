@@ -82,7 +82,11 @@ fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -96,7 +100,9 @@ fn base64(bytes: &[u8]) -> String {
 }
 
 /// Send `tracing` to `dir/tui.log`; the guard flushes it on drop.
-pub fn init_logging(dir: &Path) -> std::io::Result<(tracing_appender::non_blocking::WorkerGuard, PathBuf)> {
+pub fn init_logging(
+    dir: &Path,
+) -> std::io::Result<(tracing_appender::non_blocking::WorkerGuard, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     let appender = tracing_appender::rolling::never(dir, "tui.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);

@@ -16,7 +16,10 @@ use crate::harness::primitives::ExecutionMode;
 pub const BUILTIN: [(&str, &str); 3] = [
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -190,7 +193,10 @@ mod tests {
         for (name, _) in BUILTIN {
             let t = Theme::named(name).unwrap();
             assert_eq!(t.name, name);
-            assert_ne!(t.mode_auto, t.mode_safe, "{name}: AUTO must differ from SAFE");
+            assert_ne!(
+                t.mode_auto, t.mode_safe,
+                "{name}: AUTO must differ from SAFE"
+            );
         }
     }
 

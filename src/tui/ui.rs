@@ -24,7 +24,11 @@ pub fn draw(app: &App, frame: &mut Frame) {
 
 fn regions(app: &App, area: Rect) -> [Rect; 4] {
     let composer_h = (app.composer.lines().len() as u16).clamp(1, 6) + 2;
-    let audit_h = if app.audit_open { area.height * 2 / 5 } else { 0 };
+    let audit_h = if app.audit_open {
+        area.height * 2 / 5
+    } else {
+        0
+    };
     let [conv, audit, comp, status] = Layout::vertical([
         Constraint::Min(1),
         Constraint::Length(audit_h),
@@ -44,7 +48,9 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
         cells: &app.cells,
         cache: &app.heights,
         scroll: app.scroll,
-        focused: (app.focus == Focus::Conversation).then_some(app.focused_cell).flatten(),
+        focused: (app.focus == Focus::Conversation)
+            .then_some(app.focused_cell)
+            .flatten(),
         theme: t,
         now: app.now,
     }

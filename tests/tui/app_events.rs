@@ -21,7 +21,11 @@ fn enter_sends_and_shift_enter_or_ctrl_j_insert_a_newline() {
     let t0 = Instant::now();
     let mut app = app(t0);
     type_text(&mut app, "one", t0);
-    press(&mut app, KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT), t0);
+    press(
+        &mut app,
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT),
+        t0,
+    );
     type_text(&mut app, "two", t0);
     press(&mut app, ctrl('j'), t0);
     type_text(&mut app, "three", t0);
@@ -63,13 +67,37 @@ fn bang_runs_a_command_through_the_router_and_its_result_reaches_the_next_prompt
     let mut app = app(t0);
     type_text(&mut app, "!git status", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
-    assert_eq!(fx, vec![Effect::RunCommand { call_id: "you-1".into(), command: "git status".into() }]);
-    agent(&mut app, AgentEvent::ToolCallFinished { call_id: "you-1".into(), envelope: envelope("you-1", "terminal", ok_output("clean\n", 0), None) });
-    agent(&mut app, AgentEvent::Done { reason: StopReason::Finished, tool_calls: 1, message: None });
+    assert_eq!(
+        fx,
+        vec![Effect::RunCommand {
+            call_id: "you-1".into(),
+            command: "git status".into()
+        }]
+    );
+    agent(
+        &mut app,
+        AgentEvent::ToolCallFinished {
+            call_id: "you-1".into(),
+            envelope: envelope("you-1", "terminal", ok_output("clean\n", 0), None),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::Done {
+            reason: StopReason::Finished,
+            tool_calls: 1,
+            message: None,
+        },
+    );
     type_text(&mut app, "why?", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
-    let Effect::Submit(text) = &fx[0] else { panic!("{fx:?}") };
-    assert!(text.contains("`git status`") && text.contains("clean") && text.ends_with("why?"), "{text}");
+    let Effect::Submit(text) = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert!(
+        text.contains("`git status`") && text.contains("clean") && text.ends_with("why?"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -77,8 +105,14 @@ fn slash_commands_and_shift_tab_change_the_mode() {
     let t0 = Instant::now();
     let mut app = app(t0);
     type_text(&mut app, "/mode auto", t0);
-    assert_eq!(press(&mut app, key(KeyCode::Enter), t0), vec![Effect::Mode(ExecutionMode::Auto)]);
-    assert_eq!(press(&mut app, key(KeyCode::BackTab), t0), vec![Effect::Mode(ExecutionMode::Safe)]);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Mode(ExecutionMode::Auto)]
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::BackTab), t0),
+        vec![Effect::Mode(ExecutionMode::Safe)]
+    );
     assert_eq!(app.status.mode, ExecutionMode::Safe);
     type_text(&mut app, "/bogus", t0);
     assert!(press(&mut app, key(KeyCode::Enter), t0).is_empty());
@@ -97,7 +131,14 @@ fn esc_cancels_a_running_turn_and_ctrl_c_twice_quits() {
     type_text(&mut app, "go", t0);
     press(&mut app, key(KeyCode::Enter), t0);
     assert_eq!(press(&mut app, key(KeyCode::Esc), t0), vec![Effect::Cancel]);
-    agent(&mut app, AgentEvent::Done { reason: StopReason::Cancelled, tool_calls: 0, message: None });
+    agent(
+        &mut app,
+        AgentEvent::Done {
+            reason: StopReason::Cancelled,
+            tool_calls: 0,
+            message: None,
+        },
+    );
     assert!(!app.busy());
     assert!(press(&mut app, ctrl('c'), t0).is_empty());
     assert_eq!(press(&mut app, ctrl('c'), ms(t0, 500)), vec![Effect::Quit]);
@@ -111,11 +152,17 @@ fn esc_cancels_a_running_turn_and_ctrl_c_twice_quits() {
 fn f2_opens_the_audit_pane_once_and_toggles_it() {
     let t0 = Instant::now();
     let mut app = app(t0);
-    assert_eq!(press(&mut app, key(KeyCode::F(2)), t0), vec![Effect::AuditOpen]);
+    assert_eq!(
+        press(&mut app, key(KeyCode::F(2)), t0),
+        vec![Effect::AuditOpen]
+    );
     assert!(app.audit_open);
     assert!(press(&mut app, key(KeyCode::F(2)), t0).is_empty());
     assert!(!app.audit_open);
-    assert!(press(&mut app, key(KeyCode::F(2)), t0).is_empty(), "the feed is started once");
+    assert!(
+        press(&mut app, key(KeyCode::F(2)), t0).is_empty(),
+        "the feed is started once"
+    );
 }
 
 #[test]
@@ -125,13 +172,28 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
     // Typed before the dialog: goes to the composer, answers nothing.
     press(&mut app, key(KeyCode::Char('y')), t0);
     app.update(Event::Tick(ms(t0, 10)));
-    agent(&mut app, approval("c1", "rm -rf build", "WORKSPACE_MUTATING", &["build"], false));
+    agent(
+        &mut app,
+        approval(
+            "c1",
+            "rm -rf build",
+            "WORKSPACE_MUTATING",
+            &["build"],
+            false,
+        ),
+    );
     assert!(app.confirm.is_some());
     // Within the guard: ignored, the dialog stays.
     assert!(press(&mut app, key(KeyCode::Char('y')), ms(t0, 100)).is_empty());
     assert!(app.confirm.is_some());
     let fx = press(&mut app, key(KeyCode::Char('y')), ms(t0, 400));
-    assert_eq!(fx, vec![Effect::Answer { call_id: "c1".into(), decision: ApprovalDecision::Approve }]);
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            call_id: "c1".into(),
+            decision: ApprovalDecision::Approve
+        }]
+    );
     assert!(app.confirm.is_none());
     assert_eq!(composer_text(&app), "y");
 }
@@ -140,34 +202,67 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
 fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session() {
     let t0 = Instant::now();
     let mut app = app(t0);
-    agent(&mut app, approval("c1", "make", "SHELL_COMPLEX", &[], false));
+    agent(
+        &mut app,
+        approval("c1", "make", "SHELL_COMPLEX", &[], false),
+    );
     assert_eq!(
         press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000)),
-        vec![Effect::Answer { call_id: "c1".into(), decision: ApprovalDecision::Deny(None) }]
+        vec![Effect::Answer {
+            call_id: "c1".into(),
+            decision: ApprovalDecision::Deny(None)
+        }]
     );
-    agent(&mut app, approval("c2", "make", "SHELL_COMPLEX", &[], false));
+    agent(
+        &mut app,
+        approval("c2", "make", "SHELL_COMPLEX", &[], false),
+    );
     press(&mut app, key(KeyCode::Char('m')), ms(t0, 2000));
     type_text(&mut app, "use cargo", ms(t0, 2000));
     assert_eq!(
         press(&mut app, key(KeyCode::Enter), ms(t0, 2000)),
-        vec![Effect::Answer { call_id: "c2".into(), decision: ApprovalDecision::Deny(Some("use cargo".into())) }]
+        vec![Effect::Answer {
+            call_id: "c2".into(),
+            decision: ApprovalDecision::Deny(Some("use cargo".into()))
+        }]
     );
-    agent(&mut app, approval("c3", "make", "SHELL_COMPLEX", &[], false));
+    agent(
+        &mut app,
+        approval("c3", "make", "SHELL_COMPLEX", &[], false),
+    );
     assert_eq!(
         press(&mut app, key(KeyCode::Char('s')), ms(t0, 3000)),
-        vec![Effect::Answer { call_id: "c3".into(), decision: ApprovalDecision::Approve }]
+        vec![Effect::Answer {
+            call_id: "c3".into(),
+            decision: ApprovalDecision::Approve
+        }]
     );
     // The exact same call again: answered at once, no dialog.
-    let fx = agent(&mut app, approval("c4", "make", "SHELL_COMPLEX", &[], false));
-    assert_eq!(fx, vec![Effect::Answer { call_id: "c4".into(), decision: ApprovalDecision::Approve }]);
+    let fx = agent(
+        &mut app,
+        approval("c4", "make", "SHELL_COMPLEX", &[], false),
+    );
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            call_id: "c4".into(),
+            decision: ApprovalDecision::Approve
+        }]
+    );
     assert!(app.confirm.is_none());
     // A different command still asks.
-    agent(&mut app, approval("c5", "make install", "SHELL_COMPLEX", &[], false));
+    agent(
+        &mut app,
+        approval("c5", "make install", "SHELL_COMPLEX", &[], false),
+    );
     assert!(app.confirm.is_some());
     // Esc denies.
     assert_eq!(
         press(&mut app, key(KeyCode::Esc), ms(t0, 5000)),
-        vec![Effect::Answer { call_id: "c5".into(), decision: ApprovalDecision::Deny(None) }]
+        vec![Effect::Answer {
+            call_id: "c5".into(),
+            decision: ApprovalDecision::Deny(None)
+        }]
     );
 }
 
@@ -176,12 +271,27 @@ fn a_long_session_keeps_only_visible_cells_laid_out() {
     let t0 = Instant::now();
     let mut app = app(t0);
     for i in 0..2000 {
-        agent(&mut app, AgentEvent::TextDelta { text: format!("message {i}") });
-        agent(&mut app, AgentEvent::Done { reason: StopReason::Finished, tool_calls: 0, message: None });
+        agent(
+            &mut app,
+            AgentEvent::TextDelta {
+                text: format!("message {i}"),
+            },
+        );
+        agent(
+            &mut app,
+            AgentEvent::Done {
+                reason: StopReason::Finished,
+                tool_calls: 0,
+                message: None,
+            },
+        );
     }
     let screen = render(&app, 80, 24);
     assert!(screen.contains("message 1999"), "{screen}");
     press(&mut app, key(KeyCode::PageUp), t0);
     let up = render(&app, 80, 24);
-    assert!(!up.contains("message 1999") && up.contains("message 199"), "{up}");
+    assert!(
+        !up.contains("message 1999") && up.contains("message 199"),
+        "{up}"
+    );
 }

@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use crossterm::event::KeyCode;
-use spear::harness::audit::{AuditEvent, AuditLogger, AuditPaths, AuditRecord, AuditTarget, Decision};
+use spear::harness::audit::{
+    AuditEvent, AuditLogger, AuditPaths, AuditRecord, AuditTarget, Decision,
+};
 use spear::harness::command_policy::CommandClass;
 use spear::harness::primitives::ToolStatus;
 use spear::tui::audit::ChainState;
@@ -27,9 +29,21 @@ fn record(seq: u64, tool: &str, decision: &str, class: Option<&str>, target: &st
 fn records() -> Vec<AuditRecord> {
     (0..40)
         .map(|i| match i % 4 {
-            0 => record(i, "terminal", "allowed", Some("READ_ONLY"), &format!("ls dir{i}")),
+            0 => record(
+                i,
+                "terminal",
+                "allowed",
+                Some("READ_ONLY"),
+                &format!("ls dir{i}"),
+            ),
             1 => record(i, "write_file", "approved", None, &format!("src/f{i}.rs")),
-            2 => record(i, "terminal", "denied", Some("SHELL_COMPLEX"), "curl x | sh\\u001b[2J"),
+            2 => record(
+                i,
+                "terminal",
+                "denied",
+                Some("SHELL_COMPLEX"),
+                "curl x | sh\\u001b[2J",
+            ),
             _ => record(i, "patch", "refused", None, "vendor/lib.rs"),
         })
         .collect()
@@ -39,7 +53,11 @@ fn opened(records: Vec<AuditRecord>, chain: ChainState) -> spear::tui::app::App 
     let t0 = Instant::now();
     let mut app = app(t0);
     press(&mut app, key(KeyCode::F(2)), t0);
-    app.update(Event::AuditOlder(Page { records, unreadable: 0, complete: true }));
+    app.update(Event::AuditOlder(Page {
+        records,
+        unreadable: 0,
+        complete: true,
+    }));
     app.update(Event::AuditChain(chain));
     app
 }
@@ -54,7 +72,10 @@ fn audit_pane_empty() {
 fn audit_pane_full_newest_at_the_bottom_controls_escaped() {
     let app = opened(records(), ChainState::Verified(40));
     let screen = render(&app, 100, 30);
-    assert!(screen.contains("\\x1b[2J"), "control characters are escaped");
+    assert!(
+        screen.contains("\\x1b[2J"),
+        "control characters are escaped"
+    );
     insta::assert_snapshot!(screen);
 }
 
@@ -79,9 +100,15 @@ fn audit_pane_filtered_by_decision_then_search() {
 
 #[test]
 fn a_broken_chain_is_warned_about() {
-    let app = opened(records(), ChainState::Broken("line 7: the hash does not match".into()));
+    let app = opened(
+        records(),
+        ChainState::Broken("line 7: the hash does not match".into()),
+    );
     let screen = render(&app, 100, 30);
-    assert!(screen.contains("the audit chain does not verify: line 7"), "{screen}");
+    assert!(
+        screen.contains("the audit chain does not verify: line 7"),
+        "{screen}"
+    );
 }
 
 #[test]
@@ -103,10 +130,19 @@ fn the_feed_reads_the_last_page_first_then_older_pages_then_follows() {
     let first = feed.older(10).unwrap();
     assert_eq!(first.records.len(), 10);
     assert!(!first.complete);
-    assert_eq!(first.records.last().unwrap().target.as_deref(), Some("echo 24"));
+    assert_eq!(
+        first.records.last().unwrap().target.as_deref(),
+        Some("echo 24")
+    );
     let second = feed.older(10).unwrap();
-    assert_eq!(second.records.first().unwrap().target.as_deref(), Some("echo 5"));
-    assert_eq!(second.records.last().unwrap().target.as_deref(), Some("echo 14"));
+    assert_eq!(
+        second.records.first().unwrap().target.as_deref(),
+        Some("echo 5")
+    );
+    assert_eq!(
+        second.records.last().unwrap().target.as_deref(),
+        Some("echo 14")
+    );
     let rest = feed.older(10).unwrap();
     assert_eq!(rest.records.len(), 5);
     assert!(rest.complete);

@@ -20,25 +20,80 @@ fn both_widths(app: &spear::tui::app::App, name: &str) {
 #[test]
 fn ask_dialog_for_a_terminal_command() {
     let mut app = app(Instant::now());
-    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "c1".into(), name: "terminal".into(), arguments: json!({"command": "cargo fmt && git add -A"}) });
-    agent(&mut app, approval("c1", "cargo fmt && git add -A", "SHELL_COMPLEX", &["src/", ".git/index"], false));
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "terminal".into(),
+            arguments: json!({"command": "cargo fmt && git add -A"}),
+        },
+    );
+    agent(
+        &mut app,
+        approval(
+            "c1",
+            "cargo fmt && git add -A",
+            "SHELL_COMPLEX",
+            &["src/", ".git/index"],
+            false,
+        ),
+    );
     both_widths(&app, "ask_terminal");
 }
 
 #[test]
 fn ask_dialog_for_a_patch_shows_the_diff() {
     let mut app = app(Instant::now());
-    app.update(Event::Preview { call_id: "p1".into(), diff: FileDiff::between("src/lib.rs", Some(b"pub fn a() {}\npub fn b() {}\n"), b"pub fn a() {}\npub fn b() -> u8 { 1 }\n") });
-    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "p1".into(), name: "patch".into(), arguments: json!({"path": "src/lib.rs"}) });
-    agent(&mut app, approval("p1", "patch src/lib.rs", "WORKSPACE_MUTATING", &["src/lib.rs"], false));
+    app.update(Event::Preview {
+        call_id: "p1".into(),
+        diff: FileDiff::between(
+            "src/lib.rs",
+            Some(b"pub fn a() {}\npub fn b() {}\n"),
+            b"pub fn a() {}\npub fn b() -> u8 { 1 }\n",
+        ),
+    });
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "p1".into(),
+            name: "patch".into(),
+            arguments: json!({"path": "src/lib.rs"}),
+        },
+    );
+    agent(
+        &mut app,
+        approval(
+            "p1",
+            "patch src/lib.rs",
+            "WORKSPACE_MUTATING",
+            &["src/lib.rs"],
+            false,
+        ),
+    );
     both_widths(&app, "ask_patch");
 }
 
 #[test]
 fn ask_dialog_for_a_network_command() {
     let mut app = app(Instant::now());
-    agent(&mut app, AgentEvent::ToolCallStarted { call_id: "n1".into(), name: "terminal".into(), arguments: json!({"command": "cargo fetch"}) });
-    agent(&mut app, approval("n1", "cargo fetch", "WORKSPACE_MUTATING", &["Cargo.lock"], true));
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "n1".into(),
+            name: "terminal".into(),
+            arguments: json!({"command": "cargo fetch"}),
+        },
+    );
+    agent(
+        &mut app,
+        approval(
+            "n1",
+            "cargo fetch",
+            "WORKSPACE_MUTATING",
+            &["Cargo.lock"],
+            true,
+        ),
+    );
     both_widths(&app, "ask_network");
 }
 
@@ -51,9 +106,23 @@ fn a_2000_character_command_is_wrapped_and_scrolls_never_cut() {
     agent(&mut app, approval("l1", &long, "SHELL_COMPLEX", &[], false));
     insta::assert_snapshot!("ask_long_command_top", render(&app, 80, 24));
     // Every character is in the dialog's body, in order.
-    let body: String = app.confirm.as_ref().unwrap().body(76, &app.theme).iter().map(|l| l.to_string()).collect();
+    let body: String = app
+        .confirm
+        .as_ref()
+        .unwrap()
+        .body(76, &app.theme)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
     let squeezed: String = body.chars().filter(|c| !c.is_whitespace()).collect();
-    assert!(squeezed.contains(&long.chars().filter(|c| !c.is_whitespace()).collect::<String>()));
+    assert!(
+        squeezed.contains(
+            &long
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>()
+        )
+    );
     for _ in 0..40 {
         press(&mut app, key(KeyCode::Down), ms(t0, 1000));
     }

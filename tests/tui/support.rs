@@ -67,7 +67,12 @@ pub fn ms(t0: Instant, ms: u64) -> Instant {
     t0 + Duration::from_millis(ms)
 }
 
-pub fn envelope(call_id: &str, tool: &str, result: ToolResult, class: Option<CommandClass>) -> Box<ToolResultEnvelope> {
+pub fn envelope(
+    call_id: &str,
+    tool: &str,
+    result: ToolResult,
+    class: Option<CommandClass>,
+) -> Box<ToolResultEnvelope> {
     let mut e = ToolResultEnvelope::build(call_id, tool, result, None);
     e.class = class;
     Box::new(e)
@@ -83,7 +88,13 @@ pub fn refused(reason: &str) -> ToolResult {
     ToolResult::refused(ToolStatus::InvalidPath, reason)
 }
 
-pub fn approval(call_id: &str, command: &str, class: &str, writes: &[&str], network: bool) -> AgentEvent {
+pub fn approval(
+    call_id: &str,
+    command: &str,
+    class: &str,
+    writes: &[&str],
+    network: bool,
+) -> AgentEvent {
     let mut asking = vec!["workspace_write".to_string()];
     if class == "SHELL_COMPLEX" {
         asking.push("shell_complex".into());
@@ -97,7 +108,10 @@ pub fn approval(call_id: &str, command: &str, class: &str, writes: &[&str], netw
         command: command.into(),
         class: class.into(),
         asking_for: asking,
-        reasons: vec![format!("`{}` writes in the workspace", command.split_whitespace().next().unwrap_or(""))],
+        reasons: vec![format!(
+            "`{}` writes in the workspace",
+            command.split_whitespace().next().unwrap_or("")
+        )],
         writes: writes.iter().map(|s| s.to_string()).collect(),
         network,
     }

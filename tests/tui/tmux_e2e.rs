@@ -1,7 +1,8 @@
 //! The screen end to end, driven through tmux: Spear in ASK mode in a temporary git workspace
 //! against the loopback model server; a request typed; the dialog shows the full command; `y`;
 //! the workspace changed; F2 shows the call in the audit pane; a second call denied with `n`;
-//! `/quit`; the pane has left the alternate screen. Needs tmux (`make` installs it).
+//! a `!COMMAND` asked and run the same way; `/quit`; the pane has left the alternate screen.
+//! Needs tmux (`make` installs it).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,7 +68,10 @@ impl Drop for Tmux {
 fn workspace(base: &Path) -> PathBuf {
     let project = base.join("work");
     std::fs::create_dir_all(&project).unwrap();
-    let git = Command::new("git").args(["init", "-q"]).current_dir(&project).status();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project)
+        .status();
     assert!(git.expect("git is needed: install git").success());
     std::fs::write(project.join("hello.txt"), "Hello, world\n").unwrap();
     project
@@ -99,21 +103,45 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
         ws = project.display(),
     );
     let cwd = project.display().to_string();
-    tmux.run(&["new-session", "-d", "-s", "e2e", "-x", "120", "-y", "40", "-c", &cwd, &command]);
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-c",
+        &cwd,
+        &command,
+    ]);
     tmux.wait_for("Ask Spear");
     tmux.type_text("change world to Spear");
     tmux.keys(&["Enter"]);
     let dialog = tmux.wait_for("Spear asks");
-    assert!(dialog.contains(edit), "the dialog shows the full command:\n{dialog}");
-    assert!(dialog.contains("hello.txt") && dialog.contains("WORKSPACE_MUTATING"), "{dialog}");
+    assert!(
+        dialog.contains(edit),
+        "the dialog shows the full command:\n{dialog}"
+    );
+    assert!(
+        dialog.contains("hello.txt") && dialog.contains("WORKSPACE_MUTATING"),
+        "{dialog}"
+    );
     // The dialog ignores keys in its first moment; wait past it, then allow once.
     std::thread::sleep(Duration::from_millis(500));
     tmux.keys(&["y"]);
     tmux.wait_for("Changed it.");
-    assert_eq!(std::fs::read_to_string(project.join("hello.txt")).unwrap(), "Hello, Spear\n");
+    assert_eq!(
+        std::fs::read_to_string(project.join("hello.txt")).unwrap(),
+        "Hello, Spear\n"
+    );
     tmux.keys(&["F2"]);
     let audit = tmux.wait_for("approved");
-    assert!(audit.contains("sed -i"), "the audit pane shows the call:\n{audit}");
+    assert!(
+        audit.contains("sed -i"),
+        "the audit pane shows the call:\n{audit}"
+    );
     tmux.keys(&["F2"]);
     tmux.type_text("now remove it");
     tmux.keys(&["Enter"]);
@@ -122,7 +150,10 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
     std::thread::sleep(Duration::from_millis(500));
     tmux.keys(&["n"]);
     tmux.wait_for("Left it in place.");
-    assert!(project.join("hello.txt").exists(), "the denied rm did not run");
+    assert!(
+        project.join("hello.txt").exists(),
+        "the denied rm did not run"
+    );
     tmux.type_text("/quit");
     tmux.keys(&["Enter"]);
     let after = tmux.wait_for("SPEAR-EXITED 0");

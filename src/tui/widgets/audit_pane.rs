@@ -42,17 +42,27 @@ impl Widget for AuditPane<'_> {
         let mut top: Vec<Line> = Vec::new();
         match &v.chain {
             ChainState::Broken(why) => top.push(Line::styled(
-                format!("⚠ the audit chain does not verify: {}", escape_controls(why)),
+                format!(
+                    "⚠ the audit chain does not verify: {}",
+                    escape_controls(why)
+                ),
                 t.danger(),
             )),
             ChainState::Checking => top.push(Line::styled("checking the chain…", t.hint())),
-            ChainState::Verified(n) => {
-                top.push(Line::styled(format!("chain verified ({n} records)"), t.hint()))
-            }
-            ChainState::NoLog => top.push(Line::styled("no audit log yet for this workspace", t.hint())),
+            ChainState::Verified(n) => top.push(Line::styled(
+                format!("chain verified ({n} records)"),
+                t.hint(),
+            )),
+            ChainState::NoLog => top.push(Line::styled(
+                "no audit log yet for this workspace",
+                t.hint(),
+            )),
         }
         if v.unreadable > 0 {
-            top.push(Line::styled(format!("{} unreadable lines skipped", v.unreadable), t.fg(t.warning)));
+            top.push(Line::styled(
+                format!("{} unreadable lines skipped", v.unreadable),
+                t.fg(t.warning),
+            ));
         }
         if v.searching {
             top.push(Line::styled(format!("search: {}▏", v.search), t.accent()));
@@ -87,7 +97,11 @@ impl Widget for AuditPane<'_> {
         let mut lines = top;
         if n == 0 {
             lines.push(Line::styled(
-                if v.records.is_empty() { "no records" } else { "no record matches the filters" },
+                if v.records.is_empty() {
+                    "no records"
+                } else {
+                    "no record matches the filters"
+                },
                 t.secondary(),
             ));
         }

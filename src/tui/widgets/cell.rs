@@ -26,18 +26,30 @@ pub fn lines(cell: &Cell, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'
     let inner = width.saturating_sub(2).max(1);
     let body: Vec<Line<'static>> = match &cell.kind {
         CellKind::User(text) => {
-            let mut v = vec![Line::styled("you", theme.accent().add_modifier(Modifier::BOLD))];
-            v.extend(text.lines().map(|l| Line::styled(l.to_string(), theme.text())));
+            let mut v = vec![Line::styled(
+                "you",
+                theme.accent().add_modifier(Modifier::BOLD),
+            )];
+            v.extend(
+                text.lines()
+                    .map(|l| Line::styled(l.to_string(), theme.text())),
+            );
             v
         }
         CellKind::Assistant { text, streaming } => {
-            let mut head = vec![Span::styled("spear", theme.fg(theme.added).add_modifier(Modifier::BOLD))];
+            let mut head = vec![Span::styled(
+                "spear",
+                theme.fg(theme.added).add_modifier(Modifier::BOLD),
+            )];
             if *streaming {
                 head.push(Span::styled(" …", theme.secondary()));
             }
             let mut v = vec![Line::from(head)];
             if cell.folded {
-                v[0].spans.push(Span::styled(format!("  {}", first_line(text)), theme.secondary()));
+                v[0].spans.push(Span::styled(
+                    format!("  {}", first_line(text)),
+                    theme.secondary(),
+                ));
             } else {
                 v.extend(markdown::render(text, theme));
             }
@@ -45,11 +57,18 @@ pub fn lines(cell: &Cell, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'
         }
         CellKind::Reasoning(text) => {
             let mut v = vec![Line::styled(
-                format!("thinking ({} chars){}", text.chars().count(), if cell.folded { "  ▸ Enter" } else { "" }),
+                format!(
+                    "thinking ({} chars){}",
+                    text.chars().count(),
+                    if cell.folded { "  ▸ Enter" } else { "" }
+                ),
                 theme.secondary().add_modifier(Modifier::ITALIC),
             )];
             if !cell.folded {
-                v.extend(text.lines().map(|l| Line::styled(l.to_string(), theme.secondary())));
+                v.extend(
+                    text.lines()
+                        .map(|l| Line::styled(l.to_string(), theme.secondary())),
+                );
             }
             v
         }
@@ -59,7 +78,9 @@ pub fn lines(cell: &Cell, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'
                 NoticeKind::Warning => theme.fg(theme.warning),
                 NoticeKind::Error => theme.danger(),
             };
-            text.lines().map(|l| Line::styled(l.to_string(), style)).collect()
+            text.lines()
+                .map(|l| Line::styled(l.to_string(), style))
+                .collect()
         }
         CellKind::Tool(t) => tool_lines(t, cell.folded, inner, theme, now),
     };
@@ -94,7 +115,9 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     let (glyph, gstyle) = match &t.envelope {
         None => ("⠿", theme.accent()),
         Some(_) if refused(t) => ("⊘", theme.danger()),
-        Some(e) if e.status == ToolStatus::Ok && e.exit_code.unwrap_or(0) == 0 => ("✓", theme.fg(theme.added)),
+        Some(e) if e.status == ToolStatus::Ok && e.exit_code.unwrap_or(0) == 0 => {
+            ("✓", theme.fg(theme.added))
+        }
         Some(_) => ("✗", theme.danger()),
     };
     let mut spans = vec![
@@ -105,11 +128,20 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
         spans.push(Span::styled(" (you)", theme.secondary()));
     }
     if let Some(class) = t.envelope.as_ref().and_then(|e| e.class) {
-        let style = if class.as_str() == "DANGEROUS" { theme.danger() } else { theme.fg(theme.warning) };
-        spans.push(Span::styled(format!(" [{}]", class.as_str()), style.add_modifier(Modifier::REVERSED)));
+        let style = if class.as_str() == "DANGEROUS" {
+            theme.danger()
+        } else {
+            theme.fg(theme.warning)
+        };
+        spans.push(Span::styled(
+            format!(" [{}]", class.as_str()),
+            style.add_modifier(Modifier::REVERSED),
+        ));
     }
     spans.push(Span::styled(format!(" {}", t.target()), theme.text()));
-    let took = t.duration.unwrap_or_else(|| now.saturating_duration_since(t.started));
+    let took = t
+        .duration
+        .unwrap_or_else(|| now.saturating_duration_since(t.started));
     let mut facts = vec![fmt_duration(took)];
     if let Some(e) = &t.envelope {
         if e.status != ToolStatus::Ok {
@@ -124,7 +156,10 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     } else {
         facts.push("running".into());
     }
-    spans.push(Span::styled(format!("  {}", facts.join(" · ")), theme.secondary()));
+    spans.push(Span::styled(
+        format!("  {}", facts.join(" · ")),
+        theme.secondary(),
+    ));
     Line::from(spans)
 }
 
@@ -140,12 +175,23 @@ fn ansi_lines<'a>(lines: impl Iterator<Item = &'a str>, theme: &Theme) -> Vec<Li
 /// Text without escape sequences (for monochrome and for output ansi-to-tui cannot parse).
 fn strip_escapes(s: &str) -> String {
     match s.into_text() {
-        Ok(t) => t.lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(" "),
+        Ok(t) => t
+            .lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
         Err(_) => crate::harness::audit::display::escape_controls(s).into_owned(),
     }
 }
 
-fn tool_lines(t: &ToolCell, folded: bool, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'static>> {
+fn tool_lines(
+    t: &ToolCell,
+    folded: bool,
+    width: u16,
+    theme: &Theme,
+    now: Instant,
+) -> Vec<Line<'static>> {
     let mut v = vec![header(t, theme, now)];
     if folded {
         v[0].spans.push(Span::styled("  ▸", theme.hint()));
@@ -159,7 +205,11 @@ fn tool_lines(t: &ToolCell, folded: bool, width: u16, theme: &Theme, now: Instan
     if refused(t)
         && let Some(e) = &t.envelope
     {
-        let rule = e.refusal_rule.clone().or_else(|| e.gate.map(|g| format!("{g:?}"))).unwrap_or_default();
+        let rule = e
+            .refusal_rule
+            .clone()
+            .or_else(|| e.gate.map(|g| format!("{g:?}")))
+            .unwrap_or_default();
         v.push(Line::styled(format!("refused [{rule}]"), theme.danger()));
         if let Some(r) = &e.reason {
             v.push(Line::styled(r.clone(), theme.fg(theme.danger)));
@@ -172,28 +222,57 @@ fn tool_lines(t: &ToolCell, folded: bool, width: u16, theme: &Theme, now: Instan
     match (t.name.as_str(), &t.envelope) {
         ("terminal", None) => {
             let n = t.live.len();
-            let tail = t.live.iter().skip(n.saturating_sub(SHOWN_OUTPUT)).map(String::as_str);
+            let tail = t
+                .live
+                .iter()
+                .skip(n.saturating_sub(SHOWN_OUTPUT))
+                .map(String::as_str);
             v.extend(ansi_lines(tail, theme).into_iter().map(gutter));
             if !t.partial.is_empty() {
-                v.extend(ansi_lines(std::iter::once(t.partial.as_str()), theme).into_iter().map(gutter));
+                v.extend(
+                    ansi_lines(std::iter::once(t.partial.as_str()), theme)
+                        .into_iter()
+                        .map(gutter),
+                );
             }
         }
         ("terminal", Some(e)) => {
             let all: Vec<&str> = e.stdout.lines().chain(e.stderr.lines()).collect();
             if all.len() > SHOWN_OUTPUT {
-                v.push(Line::styled(format!("… {} earlier lines", all.len() - SHOWN_OUTPUT), theme.hint()));
+                v.push(Line::styled(
+                    format!("… {} earlier lines", all.len() - SHOWN_OUTPUT),
+                    theme.hint(),
+                ));
             }
-            v.extend(ansi_lines(all[all.len().saturating_sub(SHOWN_OUTPUT)..].iter().copied(), theme).into_iter().map(gutter));
+            v.extend(
+                ansi_lines(
+                    all[all.len().saturating_sub(SHOWN_OUTPUT)..]
+                        .iter()
+                        .copied(),
+                    theme,
+                )
+                .into_iter()
+                .map(gutter),
+            );
         }
         ("read_file", Some(e)) => {
-            let text: String = e.stdout.lines().take(SHOWN_EXCERPT).collect::<Vec<_>>().join("\n");
+            let text: String = e
+                .stdout
+                .lines()
+                .take(SHOWN_EXCERPT)
+                .collect::<Vec<_>>()
+                .join("\n");
             v.extend(highlight(&text, &t.target(), theme).into_iter().map(gutter));
             if e.stdout.lines().count() > SHOWN_EXCERPT {
                 v.push(Line::styled("…", theme.hint()));
             }
         }
         (_, Some(e)) if t.diff.is_none() => {
-            let text = if e.stdout.is_empty() { &e.preview } else { &e.stdout };
+            let text = if e.stdout.is_empty() {
+                &e.preview
+            } else {
+                &e.stdout
+            };
             for l in text.lines().take(SHOWN_EXCERPT) {
                 v.push(gutter(Line::styled(l.to_string(), theme.text())));
             }
@@ -202,7 +281,11 @@ fn tool_lines(t: &ToolCell, folded: bool, width: u16, theme: &Theme, now: Instan
     }
     if let Some(e) = &t.envelope {
         if let Some(r) = &e.reason {
-            let style = if e.status == ToolStatus::Ok { theme.secondary() } else { theme.fg(theme.warning) };
+            let style = if e.status == ToolStatus::Ok {
+                theme.secondary()
+            } else {
+                theme.fg(theme.warning)
+            };
             v.push(Line::styled(r.clone(), style));
         }
         if let Some(note) = &e.store_note {

@@ -155,7 +155,10 @@ impl Confirm {
         } else {
             theme.fg(theme.warning)
         };
-        lines.push(Line::from(vec![label("class"), Span::styled(v.class.clone(), class_style)]));
+        lines.push(Line::from(vec![
+            label("class"),
+            Span::styled(v.class.clone(), class_style),
+        ]));
         for r in &v.reasons {
             lines.extend(wrap::wrap_line(
                 Line::styled(format!("  - {r}"), theme.text()),
@@ -173,7 +176,10 @@ impl Confirm {
         if !v.writes.is_empty() {
             lines.push(Line::from(label("writes")));
             for w in &v.writes {
-                lines.extend(wrap::wrap_line(Line::styled(format!("  {w}"), theme.text()), width));
+                lines.extend(wrap::wrap_line(
+                    Line::styled(format!("  {w}"), theme.text()),
+                    width,
+                ));
             }
         }
         lines.extend(wrap::wrap_line(
@@ -236,7 +242,13 @@ impl Widget for ConfirmWidget<'_> {
         block.render(rect, buf);
         let shown: Vec<Line> = body.into_iter().skip(scroll).take(view_h).collect();
         let body_h = inner.height.saturating_sub(hint_h);
-        Paragraph::new(shown).render(Rect { height: body_h, ..inner }, buf);
+        Paragraph::new(shown).render(
+            Rect {
+                height: body_h,
+                ..inner
+            },
+            buf,
+        );
         Paragraph::new(hints).render(
             Rect {
                 y: inner.y + body_h,

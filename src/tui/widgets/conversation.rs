@@ -46,6 +46,20 @@ impl HeightCache {
             .sum()
     }
 
+    /// `scroll` (lines up from the bottom) kept within the content: only the cells from the end
+    /// up to the scroll position are measured, never the whole session unless it is scrolled
+    /// to the top.
+    pub fn clamp_scroll(&self, cells: &Cells, width: u16, theme: &Theme, now: Instant, scroll: usize, page: usize) -> usize {
+        let mut covered = 0usize;
+        for i in (0..cells.len()).rev() {
+            covered += self.height(i, &cells.items[i], width, theme, now);
+            if covered >= scroll + page {
+                return scroll;
+            }
+        }
+        scroll.min(covered.saturating_sub(page))
+    }
+
     pub fn clear(&self) {
         self.entries.borrow_mut().clear();
     }
@@ -73,7 +87,9 @@ impl Widget for ConversationWidget<'_> {
         let mut covered = 0usize;
         while first > 0 && covered < need {
             first -= 1;
-            covered += self.cache.height(first, &self.cells.items[first], w, self.theme, self.now);
+            covered += self
+                .cache
+                .height(first, &self.cells.items[first], w, self.theme, self.now);
         }
         let mut lines: Vec<Line<'static>> = Vec::with_capacity(covered);
         for i in first..self.cells.len() {

@@ -25,7 +25,10 @@ pub fn hint_line(hints: &[(&str, &str)], theme: &Theme) -> Line<'static> {
         if i > 0 {
             spans.push(Span::styled(" · ", theme.hint()));
         }
-        spans.push(Span::styled(key.to_string(), theme.accent().add_modifier(Modifier::BOLD)));
+        spans.push(Span::styled(
+            key.to_string(),
+            theme.accent().add_modifier(Modifier::BOLD),
+        ));
         spans.push(Span::styled(format!(" {what}"), theme.hint()));
     }
     Line::from(spans)
@@ -56,7 +59,10 @@ pub fn diff_lines(d: &FileDiff, width: u16, theme: &Theme) -> Vec<Line<'static>>
             }
         };
         let line = Line::from(vec![
-            Span::styled(format!("{} {} ", num(l.old_no), num(l.new_no)), theme.hint()),
+            Span::styled(
+                format!("{} {} ", num(l.old_no), num(l.new_no)),
+                theme.hint(),
+            ),
             Span::styled(format!("{sign} {}", l.text), style),
         ]);
         out.extend(wrap::wrap_line(line, width));

@@ -14,8 +14,14 @@ use crate::tui::widgets::wrap;
 
 #[derive(Debug, Clone)]
 pub enum Popup {
-    Text { title: String, lines: Vec<String> },
-    Sessions { list: Vec<SessionSummary>, selected: usize },
+    Text {
+        title: String,
+        lines: Vec<String>,
+    },
+    Sessions {
+        list: Vec<SessionSummary>,
+        selected: usize,
+    },
 }
 
 pub struct PopupWidget<'a> {
@@ -32,17 +38,25 @@ impl Widget for PopupWidget<'_> {
                 title.clone(),
                 lines
                     .iter()
-                    .flat_map(|l| wrap::wrap_line(Line::styled(l.clone(), t.text()), w.saturating_sub(2)))
+                    .flat_map(|l| {
+                        wrap::wrap_line(Line::styled(l.clone(), t.text()), w.saturating_sub(2))
+                    })
                     .collect(),
             ),
             Popup::Sessions { list, selected } => {
                 let mut v: Vec<Line> = Vec::new();
                 if list.is_empty() {
-                    v.push(Line::styled("no sessions for this workspace yet", t.secondary()));
+                    v.push(Line::styled(
+                        "no sessions for this workspace yet",
+                        t.secondary(),
+                    ));
                 }
                 for (i, s) in list.iter().enumerate() {
                     let mut line = Line::from(vec![
-                        Span::styled(format!("{}  ", s.updated.get(..16).unwrap_or(&s.updated)), t.secondary()),
+                        Span::styled(
+                            format!("{}  ", s.updated.get(..16).unwrap_or(&s.updated)),
+                            t.secondary(),
+                        ),
                         Span::styled(format!("{:<5} ", s.mode), t.secondary()),
                         Span::styled(s.title.clone(), t.text()),
                         Span::styled(format!("  ({} messages)", s.messages), t.hint()),
@@ -52,7 +66,10 @@ impl Widget for PopupWidget<'_> {
                     }
                     v.push(line);
                 }
-                v.push(Line::styled("↑↓ select · Enter reopen · Esc close", t.hint()));
+                v.push(Line::styled(
+                    "↑↓ select · Enter reopen · Esc close",
+                    t.hint(),
+                ));
                 (" sessions ".to_string(), v)
             }
         };

@@ -64,7 +64,11 @@ impl Widget for StatusBar<'_> {
         spans.push(sep());
         spans.push(Span::styled(
             if i.network { "net on" } else { "net off" },
-            if i.network { t.fg(t.warning) } else { t.secondary() },
+            if i.network {
+                t.fg(t.warning)
+            } else {
+                t.secondary()
+            },
         ));
         spans.push(sep());
         spans.push(Span::styled(format!("{} tok", i.tokens), t.secondary()));

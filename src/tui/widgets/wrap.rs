@@ -36,7 +36,10 @@ pub fn wrap_line(line: Line<'_>, width: u16) -> Vec<Line<'static>> {
 
 /// Every line wrapped.
 pub fn wrap_all(lines: Vec<Line<'_>>, width: u16) -> Vec<Line<'static>> {
-    lines.into_iter().flat_map(|l| wrap_line(l, width)).collect()
+    lines
+        .into_iter()
+        .flat_map(|l| wrap_line(l, width))
+        .collect()
 }
 
 #[cfg(test)]
