@@ -200,6 +200,14 @@ impl App {
             }
             Event::Failed(why) => self.notice(NoticeKind::Error, why),
             Event::Note(what) => self.notice(NoticeKind::Info, what),
+            Event::Network(on) => {
+                self.status.network = on;
+                let state = if on { "on" } else { "off" };
+                self.notice(
+                    NoticeKind::Info,
+                    format!("network {state} for commands that need it"),
+                );
+            }
             Event::Tick(now) => {
                 self.now = now;
                 if self.status.busy {
@@ -233,9 +241,14 @@ impl App {
     pub(crate) fn scroll_by(&mut self, delta: i64) {
         let wanted = (self.scroll as i64).saturating_add(delta).max(0) as usize;
         let width = self.size.0.saturating_sub(2);
-        self.scroll =
-            self.heights
-                .clamp_scroll(&self.cells, width, &self.theme, self.now, wanted, self.page());
+        self.scroll = self.heights.clamp_scroll(
+            &self.cells,
+            width,
+            &self.theme,
+            self.now,
+            wanted,
+            self.page(),
+        );
     }
 
     pub(crate) fn set_mode(&mut self, mode: ExecutionMode, fx: &mut Vec<Effect>) {

@@ -303,10 +303,7 @@ impl App {
                 });
             }
             Slash::Mode(m) => self.set_mode(m, fx),
-            Slash::Network(on) => {
-                self.status.network = on;
-                fx.push(Effect::Network(on));
-            }
+            Slash::Network(on) => fx.push(Effect::Network(on)),
             Slash::Audit => self.open_audit(fx),
             Slash::Compact if self.has_model && !self.busy() => fx.push(Effect::Compact),
             Slash::Compact => self.notice(

@@ -273,10 +273,7 @@ impl<M: ChatModel + 'static> Driver<M> {
                 _ => {}
             }
         }
-        self.send(Event::Note(format!(
-            "network {} for commands that need it (from the next call)",
-            if on { "on" } else { "off" }
-        )));
+        self.send(Event::Network(on));
     }
 
     fn audit_open(&mut self) {

@@ -47,6 +47,8 @@ pub enum Event {
     NewSession(String),
     /// Something the loop could not do, for the person to read.
     Failed(String),
+    /// The router was rebuilt with the network on or off.
+    Network(bool),
     /// Something the loop did, for the person to read.
     Note(String),
     Tick(Instant),

@@ -295,3 +295,80 @@ fn a_long_session_keeps_only_visible_cells_laid_out() {
         "{up}"
     );
 }
+
+#[test]
+fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_and_mode() {
+    use spear::agent::model::ChatMessage;
+    use spear::agent::session::{LoadedSession, SessionMeta, SessionSummary};
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/resume", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::ListSessions]
+    );
+    let summary = |id: &str, title: &str| SessionSummary {
+        id: id.into(),
+        created: "2026-12-01T09:00:00Z".into(),
+        updated: "2026-12-01T09:30:00Z".into(),
+        model: "qwen3-coder".into(),
+        mode: "auto".into(),
+        messages: 4,
+        title: title.into(),
+    };
+    app.update(Event::Sessions(vec![
+        summary("s-new", "add a CHANGELOG"),
+        summary("s-old", "fix the parser"),
+    ]));
+    insta::assert_snapshot!("resume_picker", render(&app, 80, 24));
+    press(&mut app, key(KeyCode::Down), t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Resume("s-old".into())]
+    );
+    app.update(Event::SessionLoaded(Box::new(LoadedSession {
+        meta: SessionMeta {
+            id: "s-old".into(),
+            workspace: "/work/demo".into(),
+            created: "2026-12-01T09:00:00Z".into(),
+            provider: "local".into(),
+            model: "qwen3-coder".into(),
+            mode: "auto".into(),
+        },
+        messages: vec![
+            ChatMessage::User {
+                content: "fix the parser".into(),
+            },
+            ChatMessage::Assistant {
+                content: Some("Fixed: the here-doc case.".into()),
+                tool_calls: Vec::new(),
+                reasoning: None,
+            },
+        ],
+    })));
+    assert_eq!(app.status.mode, ExecutionMode::Auto);
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("fix the parser") && screen.contains("Fixed: the here-doc case."));
+    assert!(screen.contains("resumed session s-old"), "{screen}");
+}
+
+#[test]
+fn help_is_generated_from_the_commands_and_bindings() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/help", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    let screen = render(&app, 100, 40);
+    for s in [
+        "/mode safe|ask|auto",
+        "/theme",
+        "!COMMAND",
+        "Shift+Tab",
+        "fold/unfold",
+    ] {
+        assert!(screen.contains(s), "{s}:\n{screen}");
+    }
+    insta::assert_snapshot!("help_popup", screen);
+    press(&mut app, key(KeyCode::Esc), t0);
+    assert!(app.popup.is_none());
+}

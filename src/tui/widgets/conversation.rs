@@ -49,7 +49,15 @@ impl HeightCache {
     /// `scroll` (lines up from the bottom) kept within the content: only the cells from the end
     /// up to the scroll position are measured, never the whole session unless it is scrolled
     /// to the top.
-    pub fn clamp_scroll(&self, cells: &Cells, width: u16, theme: &Theme, now: Instant, scroll: usize, page: usize) -> usize {
+    pub fn clamp_scroll(
+        &self,
+        cells: &Cells,
+        width: u16,
+        theme: &Theme,
+        now: Instant,
+        scroll: usize,
+        page: usize,
+    ) -> usize {
         let mut covered = 0usize;
         for i in (0..cells.len()).rev() {
             covered += self.height(i, &cells.items[i], width, theme, now);
