@@ -11,6 +11,8 @@ mod app_events;
 mod audit_pane;
 #[path = "tui/dialogs.rs"]
 mod dialogs;
+#[path = "tui/layers.rs"]
+mod layers;
 #[path = "support/mod.rs"]
 mod server;
 #[path = "tui/support.rs"]

@@ -76,7 +76,18 @@ impl Widget for StatusBar<'_> {
             spans.push(sep());
             spans.push(Span::styled("working", t.accent()));
         }
-        let rows = vec![Line::from(spans), hint_line(self.hints, t)];
+        // As many hints as fit whole; the rest are in /help.
+        let mut used = 0usize;
+        let fitting: Vec<(&str, &str)> = self
+            .hints
+            .iter()
+            .copied()
+            .take_while(|(k, w)| {
+                used += k.chars().count() + w.chars().count() + 4;
+                used <= usize::from(area.width)
+            })
+            .collect();
+        let rows = vec![Line::from(spans), hint_line(&fitting, t)];
         Paragraph::new(rows).render(area, buf);
     }
 }
