@@ -11,8 +11,6 @@ mod app_events;
 mod audit_pane;
 #[path = "tui/dialogs.rs"]
 mod dialogs;
-#[path = "tui/layers.rs"]
-mod layers;
 #[path = "support/mod.rs"]
 mod server;
 #[path = "tui/support.rs"]
