@@ -1,7 +1,7 @@
 //! The screen end to end, driven through tmux: Spear in ASK mode in a temporary git workspace
 //! against the loopback model server; a request typed; the dialog shows the full command; `y`;
 //! the workspace changed; F2 shows the call in the audit pane; a second call denied with `n`;
-//! a `!COMMAND` asked and run the same way; `/quit`; the pane has left the alternate screen.
+//! a `!COMMAND` asked and run the same way; Esc cancelling a hanging stream; `/quit`; the pane has left the alternate screen.
 //! Needs tmux (`make` installs it).
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::server::chunks::{text_answer, tool_calls_answer};
-use crate::server::mock_server::MockServer;
+use crate::server::mock_server::{MockServer, Reply, StreamEnd};
 
 struct Tmux {
     socket: String,
@@ -88,6 +88,9 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
         text_answer("Changed it."),
         tool_calls_answer(&[("call_rm", "terminal", json!({ "command": "rm hello.txt" }))]),
         text_answer("Left it in place."),
+        // A model that starts answering and then hangs: Esc cancels the turn.
+        Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"pondering\"}}]}\n\n")
+            .ending(StreamEnd::Hang(Duration::from_millis(200))),
     ]);
     let tmux = Tmux {
         socket: format!("spear-e2e-{}", std::process::id()),
