@@ -65,7 +65,17 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     };
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme_name = settings.as_ref().map_or("dark", |s| s.theme.as_str());
-    let theme = Theme::load(theme_name, no_color).or_else(|_| Theme::load("dark", no_color))?;
+    let mut warnings = Vec::new();
+    let theme = match Theme::load(theme_name, no_color) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!(
+                "{e}; using the dark theme (set `theme` in {})",
+                path.display()
+            ));
+            Theme::load("dark", no_color)?
+        }
+    };
     let place = wiring::place(args.workspace.clone())?;
     let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
     let store = SessionStore::open_in(&state, &root)?;
@@ -127,6 +137,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             theme,
             cwd: cwd.display().to_string(),
             no_model,
+            warnings,
         },
         start,
         sandbox: Some(Box::pin(sandbox_health(root.clone(), network))),

@@ -45,6 +45,8 @@ pub struct AppInit {
     pub cwd: String,
     /// Why no model is configured, when none is.
     pub no_model: Option<String>,
+    /// What the launch had to work around (a bad theme name...), shown first.
+    pub warnings: Vec<String>,
 }
 
 pub struct App {
@@ -109,6 +111,9 @@ impl App {
             dirty: true,
             next_call: 1,
         };
+        for w in init.warnings {
+            app.notice(NoticeKind::Warning, w);
+        }
         if let Some(why) = init.no_model {
             app.notice(NoticeKind::Warning, format!("{CONNECT_HELP}\n({why})"));
         }

@@ -30,6 +30,7 @@ pub fn app_with(theme: &str, model: bool, t0: Instant) -> App {
             theme: Theme::named(theme).unwrap(),
             cwd: "/work/demo".into(),
             no_model: (!model).then(|| "no model is configured for provider `default`".to_string()),
+            warnings: Vec::new(),
         },
         t0,
     );
