@@ -16,15 +16,54 @@ use crate::tui::event::Effect;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::popup::Popup;
 
-/// Bindings of the conversation pane (hints come from here).
-pub const CONVERSATION_KEYS: [(&str, &str); 6] = [
-    ("↑↓", "cell"),
-    ("Enter", "fold/unfold"),
-    ("y", "copy cell"),
-    ("PgUp/PgDn", "scroll"),
-    ("Home/End", "top/bottom"),
-    ("Tab/Esc", "composer"),
+/// What a conversation key does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CellAction {
+    Up,
+    Down,
+    Fold,
+    Copy,
+    Top,
+    Bottom,
+    Composer,
+}
+
+/// The conversation pane's bindings: matched by `conversation_key`, shown as its hints.
+const CONVERSATION: [(&[KeyCode], &str, &str, CellAction); 6] = [
+    (
+        &[KeyCode::Up, KeyCode::Char('k')],
+        "↑↓",
+        "cell",
+        CellAction::Up,
+    ),
+    (&[KeyCode::Enter], "Enter", "fold/unfold", CellAction::Fold),
+    (&[KeyCode::Char('y')], "y", "copy cell", CellAction::Copy),
+    (&[KeyCode::Home], "Home/End", "top/bottom", CellAction::Top),
+    (
+        &[KeyCode::Tab, KeyCode::Esc, KeyCode::Char('i')],
+        "Tab/Esc",
+        "composer",
+        CellAction::Composer,
+    ),
+    // Shown with Up above.
+    (
+        &[KeyCode::Down, KeyCode::Char('j')],
+        "",
+        "",
+        CellAction::Down,
+    ),
 ];
+
+/// The conversation pane's hints, from its bindings (PgUp/PgDn are global).
+pub fn conversation_hints() -> Vec<(&'static str, &'static str)> {
+    let mut h: Vec<_> = CONVERSATION
+        .iter()
+        .filter(|(_, k, _, _)| !k.is_empty())
+        .map(|(_, k, w, _)| (*k, *w))
+        .collect();
+    h.push(("PgUp/PgDn", "scroll"));
+    h
+}
 
 /// Bindings of the composer.
 pub const COMPOSER_KEYS: [(&str, &str); 7] = [
@@ -45,7 +84,7 @@ impl App {
         }
         let mut h: Vec<(&str, &str)> = match self.focus {
             Focus::Audit => self.audit.hints(),
-            Focus::Conversation => CONVERSATION_KEYS.to_vec(),
+            Focus::Conversation => conversation_hints(),
             Focus::Composer => COMPOSER_KEYS.to_vec(),
         };
         if self.busy() {
@@ -140,23 +179,29 @@ impl App {
 
     fn conversation_key(&mut self, key: KeyEvent, fx: &mut Vec<Effect>) {
         let n = self.cells.len();
-        match key.code {
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.focused_cell = Some(
-                    self.focused_cell
-                        .map_or(n.saturating_sub(1), |i| i.saturating_sub(1)),
-                );
+        let action = if key.code == KeyCode::End {
+            Some(CellAction::Bottom)
+        } else {
+            CONVERSATION
+                .iter()
+                .find(|(keys, ..)| keys.contains(&key.code))
+                .map(|(.., a)| *a)
+        };
+        match action {
+            Some(CellAction::Up) => {
+                let last = n.saturating_sub(1);
+                self.focused_cell = Some(self.focused_cell.map_or(last, |i| i.saturating_sub(1)));
             }
-            KeyCode::Down | KeyCode::Char('j') => {
+            Some(CellAction::Down) => {
                 self.focused_cell = self.focused_cell.map(|i| (i + 1).min(n.saturating_sub(1)));
             }
-            KeyCode::Enter => {
+            Some(CellAction::Fold) => {
                 if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get_mut(i)) {
                     c.folded = !c.folded;
                     c.touch();
                 }
             }
-            KeyCode::Char('y') => {
+            Some(CellAction::Copy) => {
                 if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get(i)) {
                     fx.push(Effect::Copy(c.plain_text()));
                     self.notice(
@@ -165,10 +210,10 @@ impl App {
                     );
                 }
             }
-            KeyCode::Home => self.scroll_by(i64::MAX / 4),
-            KeyCode::End => self.scroll = 0,
-            KeyCode::Tab | KeyCode::Esc | KeyCode::Char('i') => self.focus = Focus::Composer,
-            _ => {}
+            Some(CellAction::Top) => self.scroll_by(i64::MAX / 4),
+            Some(CellAction::Bottom) => self.scroll = 0,
+            Some(CellAction::Composer) => self.focus = Focus::Composer,
+            None => {}
         }
     }
 
@@ -293,7 +338,7 @@ impl App {
                 lines.push(
                     "!COMMAND  run a command through the harness (policy, dialog, audit)".into(),
                 );
-                for (k, what) in COMPOSER_KEYS.iter().chain(CONVERSATION_KEYS.iter()) {
+                for (k, what) in COMPOSER_KEYS.iter().chain(conversation_hints().iter()) {
                     lines.push(format!("{k:<20} {what}"));
                 }
                 lines.push("Esc                  cancel the running turn".into());
