@@ -4,14 +4,14 @@
 # (scripts/test-unprivileged creates `spear-test` when missing).
 
 CARGO ?= cargo
-SYSTEM_PACKAGES := bubblewrap slirp4netns
+SYSTEM_PACKAGES := bubblewrap slirp4netns tmux
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: run test deps build
 
 run: deps
 	$(CARGO) build --release
-	./target/release/spear --workspace "$(CURDIR)"
+	./target/release/spear --workspace "$(CURDIR)" $(if $(MODE),--mode $(MODE))
 
 test: deps
 	$(CARGO) test --all-targets --features test-hooks --no-fail-fast

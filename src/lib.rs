@@ -4,3 +4,4 @@
 pub mod agent;
 pub mod harness;
 pub mod tools;
+pub mod tui;

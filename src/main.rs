@@ -19,6 +19,9 @@ struct Cli {
     /// Execution mode for the interactive session: safe, ask or auto.
     #[arg(long, value_name = "MODE")]
     mode: Option<spear::harness::primitives::ExecutionMode>,
+    /// Reopen one of this workspace's sessions (without ID: pick from the list).
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    resume: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -51,7 +54,7 @@ fn main() -> ExitCode {
         Some(Command::Tool(args)) => cli::tool::run(args, cli.workspace),
         Some(Command::Run(args)) => cli::run::run(args, cli.workspace),
         Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
-        None => cli::no_subcommand(cli.workspace, cli.mode),
+        None => cli::no_subcommand(cli.workspace, cli.mode, cli.resume),
     };
     match outcome {
         Ok(code) => code,

@@ -163,7 +163,6 @@ fn print_line(out: &mut impl Write, line: &[u8], style: Style) -> anyhow::Result
 
 /// `2026-11-30 15:43:00  refused    write_file    invalid_path   -  vendor/x.rs  [third_party]`
 fn human(r: &AuditRecord, colour: bool) -> String {
-    let time = r.time.get(..19).unwrap_or(&r.time).replace('T', " ");
     let label = format!("{:<9}", r.decision.label());
     let decision = if colour {
         let code = match r.decision {
@@ -175,30 +174,5 @@ fn human(r: &AuditRecord, colour: bool) -> String {
     } else {
         label
     };
-    let status = r.status.map(|s| s.as_str()).unwrap_or("-");
-    let exit = r.exit_code.map_or("-".to_string(), |c| c.to_string());
-    let time = escape_controls(&time);
-    let mut line = format!(
-        "{time}  {decision}  {:<12}  {status:<12}  {exit:>4}  {}",
-        escape_controls(&r.tool),
-        escape_controls(r.target.as_deref().unwrap_or("-"))
-    );
-    if let Some(rule) = &r.refusal_rule {
-        line.push_str(&format!("  [{}]", escape_controls(rule)));
-    }
-    if !r.changed.is_empty() {
-        let shown: Vec<_> = r.changed.iter().map(|p| escape_controls(p)).collect();
-        line.push_str(&format!("  changed: {}", shown.join(", ")));
-        let more = r
-            .changed_paths
-            .unwrap_or(0)
-            .saturating_sub(shown.len() as u64);
-        if more > 0 {
-            line.push_str(&format!(" and {more} more"));
-        }
-    }
-    if r.changes_incomplete {
-        line.push_str("  [changes possibly incomplete]");
-    }
-    line
+    r.summary(&decision)
 }

@@ -10,6 +10,7 @@ mod run_model;
 mod run_output;
 pub mod sessions;
 pub mod tool;
+mod tui;
 mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -28,29 +29,15 @@ pub fn default_workspace() -> anyhow::Result<PathBuf> {
         .unwrap_or(cwd))
 }
 
-/// `spear` with no subcommand. The full-screen interface is not built yet; say so honestly,
-/// and say what can be used on this workspace today.
+/// `spear` with no subcommand: the full-screen session on the workspace.
 pub fn no_subcommand(
     workspace: Option<PathBuf>,
     mode: Option<spear::harness::primitives::ExecutionMode>,
+    resume: Option<String>,
 ) -> anyhow::Result<ExitCode> {
-    let dir = match workspace {
-        Some(d) => d,
-        None => default_workspace()?,
-    };
-    let mode = mode.unwrap_or(spear::harness::primitives::ExecutionMode::Ask);
-    println!(
-        "Spear on {} ({mode} mode).\n\
-         The full-screen interface is not built yet. Available now:\n  \
-         spear classify COMMAND...        what a command would do, before it runs\n  \
-         spear exec -- COMMAND            run one command through the harness, confined\n  \
-         spear tool NAME JSON_ARGS        one tool call (read_file, patch, terminal, …) as the model makes it\n  \
-         spear doctor                     which confinement mechanisms work here\n  \
-         spear audit [--verify]           the workspace's audit log\n  \
-         spear run OBJECTIVE              the agent, headless (configure a model first: see README)\n  \
-         spear sessions                   this workspace's sessions, for `spear run --resume`\n\
-         See `spear --help`.",
-        dir.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    tui::run(tui::TuiArgs {
+        workspace,
+        mode,
+        resume,
+    })
 }

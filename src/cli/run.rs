@@ -86,6 +86,7 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
             network: settings.network,
             refusal_repeats: Some(settings.refusal_repeats),
             harness: settings.harness.clone(),
+            previews: None,
         },
     )?;
     let runtime = AgentRuntime::new(

@@ -49,6 +49,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
             network: args.network,
             refusal_repeats: None,
             harness: super::wiring::harness_settings()?,
+            previews: None,
         },
     )?;
     let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use spear::harness::audit::default_state_home;
 use spear::agent::config::HarnessSettings;
-use spear::harness::netns::IpPrefix;
+use spear::harness::audit::default_state_home;
 use spear::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
+use spear::harness::netns::IpPrefix;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
@@ -22,6 +22,7 @@ use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
 use spear::tools::result_store::ResultStore;
 use spear::tools::router::ToolRouter;
+use spear::tui::preview::PreviewObserver;
 
 /// The workspace a subcommand works on: `--workspace`, else the git root or the current
 /// directory, with the current directory as the launch directory.
@@ -59,6 +60,8 @@ pub struct RouterOptions {
     pub refusal_repeats: Option<u32>,
     /// The configuration's `[sandbox]` and `[results]` tables.
     pub harness: HarnessSettings,
+    /// The TUI's loop: write_file/patch diffs are sent there before the write (`PreviewObserver`).
+    pub previews: Option<tokio::sync::mpsc::UnboundedSender<spear::tui::event::Event>>,
 }
 
 /// The router over the coding tools for `place`, audited under `opts.session`.
@@ -87,8 +90,12 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
     let mut registry = ToolRegistry::new();
     coding::register(&mut registry)?;
     let audit = Arc::new(super::common::open_audit(&root)?);
-    let mut router = ToolRouter::new(registry, Arc::new(host))
+    let host = Arc::new(host);
+    let mut router = ToolRouter::new(registry, host.clone())
         .with_observer(Arc::new(AuditObserver::new(audit, opts.session.clone())));
+    if let Some(tx) = &opts.previews {
+        router = router.with_observer(Arc::new(PreviewObserver::new(host, tx.clone())));
+    }
     if let Some(n) = opts.refusal_repeats {
         router = router.with_refusal_limit(n);
     }

@@ -27,6 +27,8 @@ pub struct CallStart<'a> {
     pub tool: &'a str,
     pub mode: ExecutionMode,
     pub target: Option<&'a str>,
+    /// The call's arguments as the router validated them.
+    pub arguments: &'a serde_json::Value,
     /// What the call will do (a diff, a command), when the tool can say.
     pub preview: Option<&'a str>,
 }

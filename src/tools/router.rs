@@ -244,6 +244,7 @@ impl ToolRouter {
             tool: &spec.name,
             mode: turn.mode,
             target: trace.target.as_deref(),
+            arguments: &call.arguments,
             preview: preview.as_deref(),
         };
         for o in &self.observers {

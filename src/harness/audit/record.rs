@@ -227,6 +227,43 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+impl AuditRecord {
+    /// One aligned human line: time, `decision` (already padded or coloured by the caller),
+    /// tool, status, exit code, target, rule and changes, every text escaped
+    /// (`escape_controls`). `spear audit` and the TUI's audit pane share it.
+    pub fn summary(&self, decision: &str) -> String {
+        use crate::harness::audit::display::escape_controls;
+        let r = self;
+        let time = r.time.get(..19).unwrap_or(&r.time).replace('T', " ");
+        let time = escape_controls(&time);
+        let status = r.status.map(|s| s.as_str()).unwrap_or("-");
+        let exit = r.exit_code.map_or("-".to_string(), |c| c.to_string());
+        let mut line = format!(
+            "{time}  {decision}  {:<12}  {status:<12}  {exit:>4}  {}",
+            escape_controls(&r.tool),
+            escape_controls(r.target.as_deref().unwrap_or("-"))
+        );
+        if let Some(rule) = &r.refusal_rule {
+            line.push_str(&format!("  [{}]", escape_controls(rule)));
+        }
+        if !r.changed.is_empty() {
+            let shown: Vec<_> = r.changed.iter().map(|p| escape_controls(p)).collect();
+            line.push_str(&format!("  changed: {}", shown.join(", ")));
+            let more = r
+                .changed_paths
+                .unwrap_or(0)
+                .saturating_sub(shown.len() as u64);
+            if more > 0 {
+                line.push_str(&format!(" and {more} more"));
+            }
+        }
+        if r.changes_incomplete {
+            line.push_str("  [changes possibly incomplete]");
+        }
+        line
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,176 @@
+//! `spear [--workspace DIR] [--mode M] [--resume [ID]]`: the full-screen session. Wires what
+//! `spear run` wires (settings, model, place, sessions, the audited router) and hands it to
+//! `spear::tui::run`; with no model configured the screen still opens, saying how to connect
+//! one. Invariant: nothing is printed until the terminal has been restored.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use spear::agent::config::{self, ConfigError, Env, Flags, Settings};
+use spear::agent::provider::OpenAiCompatible;
+use spear::agent::runtime::RuntimeOptions;
+use spear::agent::session::SessionStore;
+use spear::harness::audit::AuditPaths;
+use spear::harness::primitives::ExecutionMode;
+use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::harness::sandbox::PreflightFailure;
+use spear::tui::app::AppInit;
+use spear::tui::driver::{DriverParts, ModelInfo};
+use spear::tui::theme::Theme;
+use spear::tui::widgets::status_bar::{SandboxHealth, StatusInfo};
+use spear::tui::{Launch, SessionStart};
+
+use super::wiring::{self, RouterOptions};
+
+/// What the command line asked for.
+pub struct TuiArgs {
+    pub workspace: Option<PathBuf>,
+    pub mode: Option<ExecutionMode>,
+    /// `Some("")`: `--resume` without an id (pick one).
+    pub resume: Option<String>,
+}
+
+pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        std::io::stdin().is_terminal() && std::io::stdout().is_terminal(),
+        "the full-screen session needs a terminal; for scripts use `spear run OBJECTIVE`"
+    );
+    let path = config::default_path()?;
+    let flags = Flags {
+        mode: args.mode,
+        ..Flags::default()
+    };
+    let (settings, no_model) = match config::load(&path, &Env::Process, &flags) {
+        Ok(s) => (Some(s), None),
+        Err(e @ (ConfigError::NoModel { .. } | ConfigError::MissingKey { .. })) => {
+            (None, Some(e.to_string()))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (model, no_model) = match settings.as_ref().map(super::run_model::build) {
+        Some(Ok(m)) => (Some(m), no_model),
+        Some(Err(e)) => (None, Some(format!("{e:#}"))),
+        None => (None, no_model),
+    };
+    let mode = settings
+        .as_ref()
+        .map_or(args.mode.unwrap_or(ExecutionMode::Ask), |s| s.mode);
+    let network = settings.as_ref().is_some_and(|s| s.network);
+    let harness = match &settings {
+        Some(s) => s.harness.clone(),
+        None => wiring::harness_settings()?,
+    };
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let theme_name = settings.as_ref().map_or("dark", |s| s.theme.as_str());
+    let mut warnings = Vec::new();
+    let theme = match Theme::load(theme_name, no_color) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!(
+                "{e}; using the dark theme (set `theme` in {})",
+                path.display()
+            ));
+            Theme::load("dark", no_color)?
+        }
+    };
+    let place = wiring::place(args.workspace.clone())?;
+    let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
+    let store = SessionStore::open_in(&state, &root)?;
+    let channel = tokio::sync::mpsc::unbounded_channel();
+    let audit_session = format!("tui-{}", spear::agent::session::now_rfc3339());
+    let refusal_repeats = settings.as_ref().map(|s| s.refusal_repeats);
+    let previews = channel.0.clone();
+    let options = move |network: bool| RouterOptions {
+        session: audit_session.clone(),
+        network,
+        refusal_repeats,
+        harness: harness.clone(),
+        previews: Some(previews.clone()),
+    };
+    let router = Arc::new(wiring::coding_router(place, &options(network))?);
+    let workspace = args.workspace.clone();
+    let rebuild = Box::new(move |network: bool| {
+        wiring::place(workspace.clone())
+            .and_then(|p| wiring::coding_router(p, &options(network)))
+            .map(Arc::new)
+            .map_err(|e| format!("{e:#}"))
+    });
+    let info = settings.as_ref().map(|s: &Settings| ModelInfo {
+        provider: s.provider.name.clone(),
+        model: s.provider.model.clone(),
+    });
+    let model: Option<(Arc<OpenAiCompatible>, ModelInfo)> =
+        model.zip(info.clone()).map(|(m, i)| (Arc::new(m), i));
+    let start = match args.resume.as_deref() {
+        None => SessionStart::New,
+        Some("") => SessionStart::Pick,
+        Some(id) => SessionStart::Resume(id.to_string()),
+    };
+    let launch = Launch {
+        parts: DriverParts {
+            model,
+            router,
+            rebuild,
+            options: RuntimeOptions {
+                max_tool_calls: settings.as_ref().map_or(50, |s| s.max_tool_calls),
+                response_max_tokens: settings.as_ref().map_or(16384, |s| s.response_max_tokens),
+                context_window: settings.as_ref().and_then(|s| s.provider.context_window),
+                cwd: cwd.clone(),
+            },
+            store,
+            mode,
+            audit_paths: AuditPaths::new(&state, &root),
+        },
+        init: AppInit {
+            status: StatusInfo {
+                mode,
+                model: info.map(|i| (i.provider, i.model)),
+                workspace: root.display().to_string(),
+                sandbox: SandboxHealth::Checking,
+                network,
+                tokens: 0,
+                busy: false,
+            },
+            theme,
+            cwd: cwd.display().to_string(),
+            no_model,
+            warnings,
+        },
+        start,
+        sandbox: Some(Box::pin(sandbox_health(root.clone(), network))),
+        log_dir: state.join("spear"),
+        channel,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = rt.block_on(spear::tui::run(launch));
+    rt.shutdown_background();
+    let outcome = outcome.context("the terminal session failed")?;
+    if let Some(id) = outcome.session {
+        eprintln!("spear: session {id} (reopen it with `spear --resume {id}`)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sandbox as its preflight finds it (run once, in the background).
+async fn sandbox_health(root: PathBuf, network: bool) -> SandboxHealth {
+    let runner = match CommandRunner::new(RunnerConfig::for_workspace(&root)) {
+        Ok(r) => r,
+        Err(e) => return SandboxHealth::Down(e.to_string()),
+    };
+    match runner.ensure_sandbox().await {
+        Ok(()) => {}
+        Err(PreflightFailure::Refused(r)) => return SandboxHealth::Down(r),
+        Err(f) => return SandboxHealth::Down(f.reason().to_string()),
+    }
+    if network && let Err(why) = runner.ensure_network().await {
+        return SandboxHealth::Degraded(format!("network path: {why}"));
+    }
+    SandboxHealth::Ok
+}

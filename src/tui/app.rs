@@ -1,0 +1,336 @@
+//! `App`: the whole screen's state, and `update`, the only place it changes. Events come in
+//! (keys, agent events, audit records, ticks); state changes; effects go out for the loop to
+//! perform. Keys are handled in `app_keys`, agent events in `app_agent`. Invariant: `update`
+//! performs no I/O, and a redraw is requested (`dirty`) exactly when something visible changed.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use ratatui_textarea::TextArea;
+
+use crate::harness::primitives::ExecutionMode;
+use crate::tui::audit::AuditView;
+use crate::tui::cells::{CellKind, Cells, NoticeKind};
+use crate::tui::diff::FileDiff;
+use crate::tui::event::{Effect, Event};
+use crate::tui::theme::Theme;
+use crate::tui::widgets::confirm::Confirm;
+use crate::tui::widgets::conversation::HeightCache;
+use crate::tui::widgets::popup::Popup;
+use crate::tui::widgets::status_bar::StatusInfo;
+
+/// Two Ctrl+C within this quit.
+pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
+
+/// The README section a person without a model is pointed to.
+pub const CONNECT_HELP: &str = "No model is configured, so Spear cannot answer prompts yet.\n\
+    To connect one, see README \"Connect a model\": set SPEAR_BASE_URL (an OpenAI-compatible \
+    server such as Ollama, llama.cpp or LM Studio), SPEAR_MODEL and, if it needs one, \
+    SPEAR_API_KEY, or add a [providers] entry to the config file.\n\
+    Without a model, !COMMAND runs a command through the harness (same policy, dialog and \
+    audit) and F2 opens the audit pane.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Composer,
+    Conversation,
+    Audit,
+}
+
+/// What the app starts with.
+#[derive(Debug, Clone)]
+pub struct AppInit {
+    pub status: StatusInfo,
+    pub theme: Theme,
+    pub cwd: String,
+    /// Why no model is configured, when none is.
+    pub no_model: Option<String>,
+    /// What the launch had to work around (a bad theme name...), shown first.
+    pub warnings: Vec<String>,
+}
+
+pub struct App {
+    pub cells: Cells,
+    pub heights: HeightCache,
+    pub composer: TextArea<'static>,
+    pub history: Vec<String>,
+    pub history_pos: Option<usize>,
+    pub status: StatusInfo,
+    pub theme: Theme,
+    pub confirm: Option<Confirm>,
+    pub popup: Option<Popup>,
+    pub focus: Focus,
+    pub audit: AuditView,
+    pub audit_open: bool,
+    audit_started: bool,
+    /// Lines scrolled up from the bottom of the conversation.
+    pub scroll: usize,
+    pub focused_cell: Option<usize>,
+    pub quit_armed: Option<Instant>,
+    pub quit: bool,
+    /// Exact commands (with their class) allowed for the rest of the session with `s`.
+    pub session_allowed: HashSet<(String, String)>,
+    /// `!COMMAND` results the model is told with the next prompt.
+    pub pending_context: Vec<String>,
+    pub previews: HashMap<String, FileDiff>,
+    pub cwd: String,
+    pub has_model: bool,
+    pub now: Instant,
+    pub size: (u16, u16),
+    pub dirty: bool,
+    next_call: u64,
+}
+
+impl App {
+    pub fn new(init: AppInit, now: Instant) -> Self {
+        let mut app = App {
+            cells: Cells::default(),
+            heights: HeightCache::default(),
+            composer: composer(),
+            history: Vec::new(),
+            history_pos: None,
+            status: init.status,
+            theme: init.theme,
+            confirm: None,
+            popup: None,
+            focus: Focus::Composer,
+            audit: AuditView::default(),
+            audit_open: false,
+            audit_started: false,
+            scroll: 0,
+            focused_cell: None,
+            quit_armed: None,
+            quit: false,
+            session_allowed: HashSet::new(),
+            pending_context: Vec::new(),
+            previews: HashMap::new(),
+            cwd: init.cwd,
+            has_model: init.no_model.is_none(),
+            now,
+            size: (80, 24),
+            dirty: true,
+            next_call: 1,
+        };
+        for w in init.warnings {
+            app.notice(NoticeKind::Warning, w);
+        }
+        if let Some(why) = init.no_model {
+            app.notice(NoticeKind::Warning, format!("{CONNECT_HELP}\n({why})"));
+        }
+        app
+    }
+
+    pub fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
+        self.cells.push(CellKind::Notice {
+            kind,
+            text: text.into(),
+        });
+        self.dirty = true;
+    }
+
+    pub fn busy(&self) -> bool {
+        self.status.busy
+    }
+
+    pub(crate) fn call_id(&mut self) -> String {
+        let id = format!("you-{}", self.next_call);
+        self.next_call += 1;
+        id
+    }
+
+    /// The rows the conversation pane has (the screen less composer, status and borders).
+    pub fn page(&self) -> usize {
+        usize::from(self.size.1.saturating_sub(8)).max(1)
+    }
+
+    pub fn update(&mut self, event: Event) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        match event {
+            Event::Key { key, at } => {
+                self.now = self.now.max(at);
+                self.key(key, at, &mut fx);
+                self.dirty = true;
+            }
+            Event::Paste(text) => {
+                if let Some(c) = &mut self.confirm {
+                    if let Some(m) = &mut c.message {
+                        m.push_str(&text);
+                    }
+                } else {
+                    self.focus = Focus::Composer;
+                    self.composer.insert_str(&text);
+                }
+                self.dirty = true;
+            }
+            Event::Scroll(lines) => {
+                self.scroll_by(-(lines as i64));
+                self.dirty = true;
+            }
+            Event::Resize(w, h) => {
+                self.size = (w, h);
+                self.dirty = true;
+            }
+            Event::Agent(e) => self.agent(e, &mut fx),
+            Event::Preview { call_id, diff } => self.preview(call_id, diff),
+            Event::Sandbox(h) => {
+                self.status.sandbox = h;
+                self.dirty = true;
+            }
+            Event::AuditOlder(page) => {
+                self.audit.unreadable += page.unreadable;
+                self.audit.prepend(page.records, page.complete);
+                self.dirty = true;
+            }
+            Event::AuditNew(records) => {
+                if !records.is_empty() {
+                    self.audit.append(records);
+                    self.dirty = true;
+                }
+            }
+            Event::AuditChain(state) => {
+                self.audit.chain = state;
+                self.dirty = true;
+            }
+            Event::Sessions(list) => {
+                self.popup = Some(Popup::Sessions { list, selected: 0 });
+                self.dirty = true;
+            }
+            Event::SessionLoaded(s) => self.load_session(&s),
+            Event::NewSession(id) => {
+                self.cells = Cells::default();
+                self.heights.clear();
+                self.scroll = 0;
+                self.focused_cell = None;
+                self.notice(NoticeKind::Info, format!("new session {id}"));
+            }
+            Event::Failed(why) => self.notice(NoticeKind::Error, why),
+            Event::Note(what) => self.notice(NoticeKind::Info, what),
+            Event::Network(on) => {
+                self.status.network = on;
+                let state = if on { "on" } else { "off" };
+                self.notice(
+                    NoticeKind::Info,
+                    format!("network {state} for commands that need it"),
+                );
+            }
+            Event::Tick(now) => {
+                self.now = now;
+                if self.status.busy {
+                    self.dirty = true;
+                }
+                if self
+                    .quit_armed
+                    .is_some_and(|t| now.saturating_duration_since(t) > QUIT_WINDOW)
+                {
+                    self.quit_armed = None;
+                    self.dirty = true;
+                }
+            }
+        }
+        fx
+    }
+
+    pub(crate) fn open_audit(&mut self, fx: &mut Vec<Effect>) {
+        self.audit_open = !self.audit_open;
+        self.focus = if self.audit_open {
+            Focus::Audit
+        } else {
+            Focus::Composer
+        };
+        if self.audit_open && !self.audit_started {
+            self.audit_started = true;
+            fx.push(Effect::AuditOpen);
+        }
+    }
+
+    pub(crate) fn scroll_by(&mut self, delta: i64) {
+        let wanted = (self.scroll as i64).saturating_add(delta).max(0) as usize;
+        let width = self.size.0.saturating_sub(2);
+        self.scroll = self.heights.clamp_scroll(
+            &self.cells,
+            width,
+            &self.theme,
+            self.now,
+            wanted,
+            self.page(),
+        );
+    }
+
+    pub(crate) fn set_mode(&mut self, mode: ExecutionMode, fx: &mut Vec<Effect>) {
+        self.status.mode = mode;
+        fx.push(Effect::Mode(mode));
+        let note = match mode {
+            ExecutionMode::Auto => {
+                "AUTO mode: commands and writes run without asking (DANGEROUS is still refused)"
+            }
+            ExecutionMode::Ask => "ASK mode: writes, complex shell and network are asked first",
+            ExecutionMode::Safe => "SAFE mode: read-only; every write is refused",
+        };
+        self.notice(
+            NoticeKind::Info,
+            format!("{note}; takes effect from the next request"),
+        );
+    }
+
+    pub(crate) fn set_theme(&mut self, theme: Theme) {
+        self.theme = theme;
+        self.heights.clear();
+        self.dirty = true;
+    }
+
+    fn load_session(&mut self, s: &crate::agent::session::LoadedSession) {
+        use crate::agent::model::ChatMessage;
+        self.cells = Cells::default();
+        self.heights.clear();
+        self.scroll = 0;
+        for m in &s.messages {
+            match m {
+                ChatMessage::User { content } => {
+                    self.cells.push(CellKind::User(content.clone()));
+                }
+                ChatMessage::Assistant {
+                    content: Some(c), ..
+                } => {
+                    self.cells.push(CellKind::Assistant {
+                        text: c.clone(),
+                        streaming: false,
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Ok(mode) = s.meta.mode.parse() {
+            self.status.mode = mode;
+        }
+        self.notice(
+            NoticeKind::Info,
+            format!(
+                "resumed session {} ({} messages)",
+                s.meta.id,
+                s.messages.len()
+            ),
+        );
+    }
+
+    fn preview(&mut self, call_id: String, diff: FileDiff) {
+        if let Some((t, v)) = self.cells.tool_mut(&call_id) {
+            t.diff = Some(diff.clone());
+            *v = v.wrapping_add(1);
+        }
+        if let Some(c) = &mut self.confirm
+            && c.view.call_id == call_id
+        {
+            c.view.diff = Some(diff.clone());
+        }
+        self.previews.insert(call_id, diff);
+        self.dirty = true;
+    }
+}
+
+/// The composer with its placeholder.
+pub fn composer() -> TextArea<'static> {
+    let mut t = TextArea::default();
+    t.set_placeholder_text("Ask Spear…  (!cmd runs a command, /help lists commands)");
+    t.set_cursor_line_style(ratatui::style::Style::default());
+    t
+}

@@ -1,0 +1,169 @@
+//! Agent events into state: streamed text into the streaming message, tool calls into cells
+//! (live output, then the envelope), approvals into the ASK dialog, usage into the token count.
+//! Invariant: an approval for a command the person allowed for the session with `s` (the same
+//! command text and class) is answered yes at once and said so in the conversation; any other
+//! approval opens the dialog and is answered only by it (or by a cancel).
+
+use crate::agent::event::{AgentEvent, StopReason};
+use crate::harness::command_policy::ApprovalDecision;
+use crate::harness::primitives::ToolStatus;
+use crate::tui::app::App;
+use crate::tui::cells::{CellKind, NoticeKind, ToolCell};
+use crate::tui::event::Effect;
+use crate::tui::widgets::confirm::{ApprovalView, Confirm};
+
+impl App {
+    pub(crate) fn agent(&mut self, e: AgentEvent, fx: &mut Vec<Effect>) {
+        self.dirty = true;
+        match e {
+            AgentEvent::TextDelta { text } => self.cells.stream_text(&text, false),
+            AgentEvent::ReasoningDelta { text } => self.cells.stream_text(&text, true),
+            AgentEvent::ToolCallStarted {
+                call_id,
+                name,
+                arguments,
+            } => {
+                self.cells.end_stream();
+                if self.cells.tool(&call_id).is_none() {
+                    let mut cell = ToolCell::new(&call_id, &name, arguments, self.now);
+                    cell.diff = self.previews.get(&call_id).cloned();
+                    self.cells.push(CellKind::Tool(Box::new(cell)));
+                }
+            }
+            AgentEvent::OutputChunk { call_id, text, .. } => {
+                if let Some((t, v)) = self.cells.tool_mut(&call_id) {
+                    t.push_output(&text);
+                    *v = v.wrapping_add(1);
+                }
+            }
+            AgentEvent::ToolCallFinished { call_id, envelope } => self.finished(&call_id, envelope),
+            AgentEvent::ApprovalRequested {
+                call_id,
+                command,
+                class,
+                asking_for,
+                reasons,
+                writes,
+                network,
+                ..
+            } => {
+                if self
+                    .session_allowed
+                    .contains(&(command.clone(), class.clone()))
+                {
+                    fx.push(Effect::Answer {
+                        call_id,
+                        decision: ApprovalDecision::Approve,
+                    });
+                    self.notice(
+                        NoticeKind::Info,
+                        format!("allowed for this session (s): {command}"),
+                    );
+                    return;
+                }
+                let tool = self
+                    .cells
+                    .tool(&call_id)
+                    .map_or_else(|| "terminal".to_string(), |t| t.name.clone());
+                let view = ApprovalView {
+                    diff: self.previews.get(&call_id).cloned(),
+                    call_id,
+                    tool,
+                    command,
+                    class,
+                    asking_for,
+                    reasons,
+                    writes,
+                    network,
+                    cwd: self.cwd.clone(),
+                };
+                self.confirm = Some(Confirm::new(view, self.now));
+            }
+            AgentEvent::Truncated { message, .. } => self.notice(NoticeKind::Warning, message),
+            AgentEvent::Usage {
+                prompt_tokens,
+                completion_tokens,
+                total_tokens,
+            } => {
+                let n = total_tokens
+                    .unwrap_or(prompt_tokens.unwrap_or(0) + completion_tokens.unwrap_or(0));
+                self.status.tokens = self.status.tokens.saturating_add(n);
+            }
+            AgentEvent::Retrying {
+                attempt,
+                delay_ms,
+                why,
+            } => self.notice(
+                NoticeKind::Info,
+                format!("retry {attempt} in {delay_ms} ms: {why}"),
+            ),
+            AgentEvent::Compacted {
+                how,
+                tokens_before,
+                tokens_after,
+            } => self.notice(
+                NoticeKind::Info,
+                format!("conversation compacted ({how}): {tokens_before} → {tokens_after} tokens"),
+            ),
+            AgentEvent::Error { message } => self.notice(NoticeKind::Error, message),
+            AgentEvent::Done {
+                reason, message, ..
+            } => {
+                self.cells.end_stream();
+                self.status.busy = false;
+                // A cancel answered the pending approval: its dialog has nothing left to decide.
+                self.confirm = None;
+                match reason {
+                    StopReason::Finished => {}
+                    StopReason::Cancelled => {
+                        self.notice(NoticeKind::Info, "the turn was cancelled")
+                    }
+                    StopReason::Error => {}
+                    other => self.notice(
+                        NoticeKind::Warning,
+                        message.unwrap_or_else(|| format!("the request stopped: {other:?}")),
+                    ),
+                }
+            }
+        }
+    }
+
+    fn finished(
+        &mut self,
+        call_id: &str,
+        envelope: Box<crate::tools::envelope::ToolResultEnvelope>,
+    ) {
+        let now = self.now;
+        let Some((t, v)) = self.cells.tool_mut(call_id) else {
+            return;
+        };
+        *v = v.wrapping_add(1);
+        t.duration = Some(now.saturating_duration_since(t.started));
+        if t.by_person {
+            let mut ctx = format!(
+                "[Spear: the person ran `{}` themselves (status {}",
+                t.target(),
+                envelope.status
+            );
+            if let Some(code) = envelope.exit_code {
+                ctx.push_str(&format!(", exit code {code}"));
+            }
+            ctx.push_str(")]\n");
+            ctx.push_str(&envelope.preview);
+            self.pending_context.push(ctx);
+        }
+        let fold = matches!(t.name.as_str(), "read_file" | "search_files")
+            && envelope.status == ToolStatus::Ok;
+        t.envelope = Some(envelope);
+        if fold
+            && let Some(c) = self
+                .cells
+                .items
+                .iter_mut()
+                .rev()
+                .find(|c| matches!(&c.kind, CellKind::Tool(t) if t.call_id == call_id))
+        {
+            c.folded = true;
+        }
+    }
+}

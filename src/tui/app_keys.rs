@@ -1,0 +1,389 @@
+//! Keys, in order of who gets them: the ASK dialog (modal), a popup, the global bindings, then
+//! the focused pane (composer, conversation, audit). Each pane's hints are generated from the
+//! same table its keys are matched against. Invariant: while the dialog is open no key reaches
+//! anything else, except the double Ctrl+C that quits (and so cancels).
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::harness::primitives::ExecutionMode;
+use crate::tui::app::{App, CONNECT_HELP, Focus, QUIT_WINDOW, composer};
+use crate::tui::audit::AuditAction;
+use crate::tui::cells::{CellKind, NoticeKind, ToolCell};
+use crate::tui::commands::{self, Input, SLASH, Slash};
+use crate::tui::event::Effect;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::popup::Popup;
+
+/// What a conversation key does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CellAction {
+    Up,
+    Down,
+    Fold,
+    Copy,
+    Top,
+    Bottom,
+    Composer,
+}
+
+/// The conversation pane's bindings: matched by `conversation_key`, shown as its hints.
+const CONVERSATION: [(&[KeyCode], &str, &str, CellAction); 6] = [
+    (
+        &[KeyCode::Up, KeyCode::Char('k')],
+        "↑↓",
+        "cell",
+        CellAction::Up,
+    ),
+    (&[KeyCode::Enter], "Enter", "fold/unfold", CellAction::Fold),
+    (&[KeyCode::Char('y')], "y", "copy cell", CellAction::Copy),
+    (&[KeyCode::Home], "Home/End", "top/bottom", CellAction::Top),
+    (
+        &[KeyCode::Tab, KeyCode::Esc, KeyCode::Char('i')],
+        "Tab/Esc",
+        "composer",
+        CellAction::Composer,
+    ),
+    // Shown with Up above.
+    (
+        &[KeyCode::Down, KeyCode::Char('j')],
+        "",
+        "",
+        CellAction::Down,
+    ),
+];
+
+/// The conversation pane's hints, from its bindings (PgUp/PgDn are global).
+pub fn conversation_hints() -> Vec<(&'static str, &'static str)> {
+    let mut h: Vec<_> = CONVERSATION
+        .iter()
+        .filter(|(_, k, _, _)| !k.is_empty())
+        .map(|(_, k, w, _)| (*k, *w))
+        .collect();
+    h.push(("PgUp/PgDn", "scroll"));
+    h
+}
+
+/// Bindings of the composer.
+pub const COMPOSER_KEYS: [(&str, &str); 7] = [
+    ("Enter", "send"),
+    ("Shift+Enter/Ctrl+J", "newline"),
+    ("↑↓", "history"),
+    ("Tab", "complete/cells"),
+    ("Shift+Tab", "mode"),
+    ("F2", "audit"),
+    ("Ctrl+C×2", "quit"),
+];
+
+impl App {
+    /// The focused pane's hints.
+    pub fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        if let Some(c) = &self.confirm {
+            return c.hints();
+        }
+        let mut h: Vec<(&str, &str)> = match self.focus {
+            Focus::Audit => self.audit.hints(),
+            Focus::Conversation => conversation_hints(),
+            Focus::Composer => COMPOSER_KEYS.to_vec(),
+        };
+        if self.busy() {
+            h.insert(0, ("Esc", "cancel turn"));
+        }
+        if self.quit_armed.is_some() {
+            h.insert(0, ("Ctrl+C", "again to quit"));
+        }
+        h
+    }
+
+    pub(crate) fn key(&mut self, key: KeyEvent, at: Instant, fx: &mut Vec<Effect>) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            if self
+                .quit_armed
+                .is_some_and(|t| at.saturating_duration_since(t) <= QUIT_WINDOW)
+            {
+                self.quit = true;
+                fx.push(Effect::Quit);
+            } else {
+                self.quit_armed = Some(at);
+            }
+            return;
+        }
+        if let Some(c) = &mut self.confirm {
+            if let Some(d) = c.key(key, at) {
+                if d.for_session {
+                    self.session_allowed
+                        .insert((c.view.command.clone(), c.view.class.clone()));
+                }
+                self.confirm = None;
+                fx.push(Effect::Answer {
+                    call_id: d.call_id,
+                    decision: d.decision,
+                });
+            }
+            return;
+        }
+        if self.popup.is_some() {
+            self.popup_key(key, fx);
+            return;
+        }
+        match key.code {
+            KeyCode::F(2) => return self.open_audit(fx),
+            KeyCode::BackTab => {
+                let next = match self.status.mode {
+                    ExecutionMode::Safe => ExecutionMode::Ask,
+                    ExecutionMode::Ask => ExecutionMode::Auto,
+                    ExecutionMode::Auto => ExecutionMode::Safe,
+                };
+                return self.set_mode(next, fx);
+            }
+            KeyCode::Esc if self.busy() => {
+                fx.push(Effect::Cancel);
+                return self.notice(NoticeKind::Info, "cancelling the turn…");
+            }
+            KeyCode::PageUp => return self.scroll_by(self.page() as i64),
+            KeyCode::PageDown => return self.scroll_by(-(self.page() as i64)),
+            _ => {}
+        }
+        match self.focus {
+            Focus::Audit => match self.audit.key(key) {
+                AuditAction::Close => self.open_audit(fx),
+                AuditAction::LoadOlder => fx.push(Effect::AuditOlder),
+                AuditAction::None => {}
+            },
+            Focus::Conversation => self.conversation_key(key, fx),
+            Focus::Composer => self.composer_key(key, fx),
+        }
+    }
+
+    fn popup_key(&mut self, key: KeyEvent, fx: &mut Vec<Effect>) {
+        match (&mut self.popup, key.code) {
+            (_, KeyCode::Esc | KeyCode::Char('q')) => self.popup = None,
+            (Some(Popup::Sessions { list, selected }), KeyCode::Down) => {
+                *selected = (*selected + 1).min(list.len().saturating_sub(1));
+            }
+            (Some(Popup::Sessions { selected, .. }), KeyCode::Up) => {
+                *selected = selected.saturating_sub(1);
+            }
+            (Some(Popup::Sessions { list, selected }), KeyCode::Enter) => {
+                if let Some(s) = list.get(*selected) {
+                    fx.push(Effect::Resume(s.id.clone()));
+                }
+                self.popup = None;
+            }
+            (Some(Popup::Text { .. }), KeyCode::Enter) => self.popup = None,
+            _ => {}
+        }
+    }
+
+    fn conversation_key(&mut self, key: KeyEvent, fx: &mut Vec<Effect>) {
+        let n = self.cells.len();
+        let action = if key.code == KeyCode::End {
+            Some(CellAction::Bottom)
+        } else {
+            CONVERSATION
+                .iter()
+                .find(|(keys, ..)| keys.contains(&key.code))
+                .map(|(.., a)| *a)
+        };
+        match action {
+            Some(CellAction::Up) => {
+                let last = n.saturating_sub(1);
+                self.focused_cell = Some(self.focused_cell.map_or(last, |i| i.saturating_sub(1)));
+            }
+            Some(CellAction::Down) => {
+                self.focused_cell = self.focused_cell.map(|i| (i + 1).min(n.saturating_sub(1)));
+            }
+            Some(CellAction::Fold) => {
+                if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get_mut(i)) {
+                    c.folded = !c.folded;
+                    c.touch();
+                }
+            }
+            Some(CellAction::Copy) => {
+                if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get(i)) {
+                    fx.push(Effect::Copy(c.plain_text()));
+                    self.notice(
+                        NoticeKind::Info,
+                        "copied the cell to the clipboard (OSC 52)",
+                    );
+                }
+            }
+            Some(CellAction::Top) => self.scroll_by(i64::MAX / 4),
+            Some(CellAction::Bottom) => self.scroll = 0,
+            Some(CellAction::Composer) => self.focus = Focus::Composer,
+            None => {}
+        }
+    }
+
+    fn composer_key(&mut self, key: KeyEvent, fx: &mut Vec<Effect>) {
+        let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let text = self.composer.lines().join("\n");
+        match key.code {
+            KeyCode::Enter if shift || key.modifiers.contains(KeyModifiers::ALT) => {
+                self.composer.insert_newline()
+            }
+            KeyCode::Char('j') if ctrl => self.composer.insert_newline(),
+            KeyCode::Enter => {
+                self.composer = composer();
+                self.history_pos = None;
+                self.send(&text, fx);
+            }
+            KeyCode::Tab => match commands::complete(&text).first() {
+                Some(c) => {
+                    self.composer = composer();
+                    self.composer.insert_str(format!("{c} "));
+                }
+                None => {
+                    self.focus = Focus::Conversation;
+                    self.focused_cell = self.cells.len().checked_sub(1);
+                }
+            },
+            KeyCode::Up if self.composer.cursor().0 == 0 && !self.history.is_empty() => {
+                let i = self
+                    .history_pos
+                    .map_or(self.history.len() - 1, |i| i.saturating_sub(1));
+                self.recall(i);
+            }
+            KeyCode::Down
+                if self.history_pos.is_some()
+                    && self.composer.cursor().0 + 1 >= self.composer.lines().len() =>
+            {
+                match self.history_pos {
+                    Some(i) if i + 1 < self.history.len() => self.recall(i + 1),
+                    _ => {
+                        self.history_pos = None;
+                        self.composer = composer();
+                    }
+                }
+            }
+            KeyCode::Home | KeyCode::End if text.is_empty() => {
+                if key.code == KeyCode::Home {
+                    self.scroll_by(i64::MAX / 4);
+                } else {
+                    self.scroll = 0;
+                }
+            }
+            _ => {
+                self.composer.input(key);
+            }
+        }
+    }
+
+    fn recall(&mut self, i: usize) {
+        self.history_pos = Some(i);
+        self.composer = composer();
+        self.composer.insert_str(&self.history[i]);
+    }
+
+    pub(crate) fn send(&mut self, text: &str, fx: &mut Vec<Effect>) {
+        let input = match commands::parse(text) {
+            Ok(Some(i)) => i,
+            Ok(None) => return,
+            Err(why) => return self.notice(NoticeKind::Error, why),
+        };
+        if self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_string());
+        }
+        self.scroll = 0;
+        match input {
+            Input::Prompt(_) | Input::Command(_) if self.busy() => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: wait for it, or Esc to cancel it",
+            ),
+            Input::Prompt(p) if !self.has_model => {
+                self.cells.push(CellKind::User(p));
+                self.notice(NoticeKind::Warning, CONNECT_HELP);
+            }
+            Input::Prompt(p) => {
+                self.cells.push(CellKind::User(p.clone()));
+                let mut sent = std::mem::take(&mut self.pending_context).join("\n");
+                if !sent.is_empty() {
+                    sent.push('\n');
+                }
+                sent.push_str(&p);
+                self.status.busy = true;
+                fx.push(Effect::Submit(sent));
+            }
+            Input::Command(command) => {
+                let call_id = self.call_id();
+                let args = serde_json::json!({ "command": command });
+                let mut cell = ToolCell::new(&call_id, "terminal", args, self.now);
+                cell.by_person = true;
+                self.cells.push(CellKind::Tool(Box::new(cell)));
+                self.status.busy = true;
+                fx.push(Effect::RunCommand { call_id, command });
+            }
+            Input::Slash(s) => self.slash(s, fx),
+        }
+    }
+
+    fn slash(&mut self, s: Slash, fx: &mut Vec<Effect>) {
+        match s {
+            Slash::Help => {
+                let mut lines: Vec<String> = SLASH
+                    .iter()
+                    .map(|(n, a, h)| {
+                        let args = if a.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" {}", a.join("|"))
+                        };
+                        format!("{n}{args}  {h}")
+                    })
+                    .collect();
+                lines.push(String::new());
+                lines.push(
+                    "!COMMAND  run a command through the harness (policy, dialog, audit)".into(),
+                );
+                for (k, what) in COMPOSER_KEYS.iter().chain(conversation_hints().iter()) {
+                    lines.push(format!("{k:<20} {what}"));
+                }
+                lines.push("Esc                  cancel the running turn".into());
+                self.popup = Some(Popup::Text {
+                    title: " help ".into(),
+                    lines,
+                });
+            }
+            Slash::Mode(m) => self.set_mode(m, fx),
+            Slash::Network(on) => fx.push(Effect::Network(on)),
+            Slash::Audit => self.open_audit(fx),
+            Slash::Compact if self.has_model && !self.busy() => fx.push(Effect::Compact),
+            Slash::Compact => self.notice(
+                NoticeKind::Warning,
+                "/compact needs a model and no running turn",
+            ),
+            Slash::New if !self.busy() => fx.push(Effect::NewSession),
+            Slash::Resume if !self.busy() => fx.push(Effect::ListSessions),
+            Slash::New | Slash::Resume => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: Esc cancels it first",
+            ),
+            Slash::Model => {
+                let current = match &self.status.model {
+                    Some((p, m)) => format!("provider {p}, model {m}"),
+                    None => "no model configured".into(),
+                };
+                let lines = vec![
+                    current,
+                    String::new(),
+                    "Change it with SPEAR_MODEL / SPEAR_BASE_URL, `--model` on `spear run`, or the config's [providers] (README \"Connect a model\"); restart Spear to use it.".into(),
+                ];
+                self.popup = Some(Popup::Text {
+                    title: " model ".into(),
+                    lines,
+                });
+            }
+            Slash::Theme(name) => match Theme::load(&name, self.theme.monochrome) {
+                Ok(t) => self.set_theme(t),
+                Err(e) => self.notice(NoticeKind::Error, e.to_string()),
+            },
+            Slash::Quit => {
+                self.quit = true;
+                fx.push(Effect::Quit);
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! What the composer's text means: a prompt for the model, `!COMMAND` for the harness, or a
+//! slash command, with completion over the slash commands and their arguments. Pure parsing:
+//! the app decides what to do. Invariant: a slash command that is unknown or has a bad argument
+//! is an error shown to the person, never sent to the model as a prompt.
+
+use crate::harness::primitives::ExecutionMode;
+
+/// The slash commands, with their argument choices and help.
+pub const SLASH: [(&str, &[&str], &str); 10] = [
+    ("/help", &[], "key bindings and commands"),
+    ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
+    (
+        "/network",
+        &["on", "off"],
+        "let commands that need the network have it",
+    ),
+    ("/audit", &[], "show or hide the audit pane (F2)"),
+    (
+        "/compact",
+        &[],
+        "shorten the conversation to fit the context window",
+    ),
+    ("/new", &[], "start a new session"),
+    ("/resume", &[], "reopen one of this workspace's sessions"),
+    (
+        "/model",
+        &[],
+        "the provider and model in use, and how to change them",
+    ),
+    (
+        "/theme",
+        &["dark", "light", "high-contrast"],
+        "switch the colour theme",
+    ),
+    ("/quit", &[], "leave Spear"),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Prompt(String),
+    Command(String),
+    Slash(Slash),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slash {
+    Help,
+    Mode(ExecutionMode),
+    Network(bool),
+    Audit,
+    Compact,
+    New,
+    Resume,
+    Model,
+    Theme(String),
+    Quit,
+}
+
+/// Parse what the person sent. `Ok(None)`: nothing to do (blank).
+pub fn parse(text: &str) -> Result<Option<Input>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    if let Some(cmd) = t.strip_prefix('!') {
+        let cmd = cmd.trim();
+        if cmd.is_empty() {
+            return Err("`!` needs a command after it, e.g. `!git status`".into());
+        }
+        return Ok(Some(Input::Command(cmd.to_string())));
+    }
+    if !t.starts_with('/') || t.contains('\n') {
+        return Ok(Some(Input::Prompt(text.trim_end().to_string())));
+    }
+    let mut words = t.split_whitespace();
+    let name = words.next().unwrap_or_default();
+    let arg = words.next();
+    let slash = match (name, arg) {
+        ("/help", _) => Slash::Help,
+        ("/mode", Some(m)) => Slash::Mode(m.parse().map_err(|_| bad(name, m))?),
+        ("/network", Some("on")) => Slash::Network(true),
+        ("/network", Some("off")) => Slash::Network(false),
+        ("/audit", _) => Slash::Audit,
+        ("/compact", _) => Slash::Compact,
+        ("/new", _) => Slash::New,
+        ("/resume", _) => Slash::Resume,
+        ("/model", _) => Slash::Model,
+        ("/theme", Some(n)) => Slash::Theme(n.to_string()),
+        ("/quit" | "/exit", _) => Slash::Quit,
+        (n, None) if SLASH.iter().any(|(s, args, _)| *s == n && !args.is_empty()) => {
+            return Err(format!("{n} needs one of: {}", choices(n)));
+        }
+        (n, Some(a)) if SLASH.iter().any(|(s, _, _)| *s == n) => return Err(bad(n, a)),
+        (n, _) => return Err(format!("no command {n}; /help lists them")),
+    };
+    Ok(Some(Input::Slash(slash)))
+}
+
+fn choices(name: &str) -> String {
+    SLASH
+        .iter()
+        .find(|(s, _, _)| *s == name)
+        .map(|(_, a, _)| a.join(", "))
+        .unwrap_or_default()
+}
+
+fn bad(name: &str, arg: &str) -> String {
+    format!("{name} {arg}: expected one of {}", choices(name))
+}
+
+/// Completions of a partly typed slash command: whole command lines that extend `text`.
+pub fn complete(text: &str) -> Vec<String> {
+    if !text.starts_with('/') || text.contains('\n') {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (name, args, _) in SLASH {
+        if name.starts_with(text) && name != text.trim_end() {
+            out.push(name.to_string());
+        }
+        if let Some(rest) = text.strip_prefix(name).and_then(|r| r.strip_prefix(' ')) {
+            for a in args {
+                if a.starts_with(rest) && *a != rest {
+                    out.push(format!("{name} {a}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_commands_and_slash_commands_are_told_apart() {
+        assert_eq!(parse("  "), Ok(None));
+        assert_eq!(parse("!ls -la"), Ok(Some(Input::Command("ls -la".into()))));
+        assert_eq!(
+            parse("/mode auto"),
+            Ok(Some(Input::Slash(Slash::Mode(ExecutionMode::Auto))))
+        );
+        assert_eq!(parse("fix it"), Ok(Some(Input::Prompt("fix it".into()))));
+        assert!(parse("/mode fast").is_err());
+        assert!(parse("/mode").is_err());
+        assert!(parse("/nope").is_err());
+        // A multi-line text that starts with a slash is a prompt (a pasted path, say).
+        assert!(matches!(parse("/etc/x\nmore"), Ok(Some(Input::Prompt(_)))));
+    }
+
+    #[test]
+    fn completion_extends_names_and_arguments() {
+        assert_eq!(complete("/mo"), vec!["/mode", "/model"]);
+        assert_eq!(complete("/mode a"), vec!["/mode ask", "/mode auto"]);
+        assert!(complete("hello").is_empty());
+    }
+}

@@ -1,0 +1,127 @@
+//! The terminal while Spear owns it: raw mode, the alternate screen, bracketed paste and mouse
+//! reporting on entry; all of it undone on exit, on error and on panic (the panic hook restores
+//! before the panic message is printed). Logs go to a file under `$XDG_STATE_HOME/spear/`, never
+//! to the screen. Invariant: `restore` is safe to call any number of times, from anywhere.
+
+use std::io::{Write, stdout};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+pub type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
+
+/// Restores the terminal when dropped.
+pub struct TerminalGuard;
+
+impl TerminalGuard {
+    pub fn enter() -> std::io::Result<(TerminalGuard, Term)> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
+        let guard = TerminalGuard;
+        execute!(
+            stdout(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture
+        )?;
+        let term = Terminal::new(CrosstermBackend::new(stdout()))?;
+        Ok((guard, term))
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Leave the alternate screen, turn raw mode off, show the cursor. Idempotent.
+pub fn restore() {
+    if ENTERED.swap(false, Ordering::SeqCst) {
+        let _ = execute!(
+            stdout(),
+            DisableMouseCapture,
+            DisableBracketedPaste,
+            LeaveAlternateScreen,
+            crossterm::cursor::Show
+        );
+        let _ = disable_raw_mode();
+    }
+}
+
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}
+
+/// Copy `text` to the terminal's clipboard with OSC 52 (works over ssh and in tmux with
+/// `set-clipboard on`).
+pub fn copy_osc52(text: &str) {
+    let seq = format!("\x1b]52;c;{}\x07", base64(text.as_bytes()));
+    let mut out = stdout();
+    let _ = out.write_all(seq.as_bytes());
+    let _ = out.flush();
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                s.push(A[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// Send `tracing` to `dir/tui.log`; the guard flushes it on drop.
+pub fn init_logging(
+    dir: &Path,
+) -> std::io::Result<(tracing_appender::non_blocking::WorkerGuard, PathBuf)> {
+    std::fs::create_dir_all(dir)?;
+    let appender = tracing_appender::rolling::never(dir, "tui.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = std::env::var("SPEAR_LOG").unwrap_or_else(|_| "info".into());
+    let _ = tracing_subscriber::fmt()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .try_init();
+    Ok((guard, dir.join("tui.log")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_the_standard_alphabet_and_padding() {
+        assert_eq!(super::base64(b"Man"), "TWFu");
+        assert_eq!(super::base64(b"Ma"), "TWE=");
+        assert_eq!(super::base64(b"M"), "TQ==");
+        assert_eq!(super::base64(b""), "");
+    }
+}

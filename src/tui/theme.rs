@@ -1,0 +1,213 @@
+//! Colours by role. Widgets ask the theme for a role (`text`, `danger`, `added`, a mode's own
+//! colour...) and never name a colour themselves. Themes are the `themes/*.toml` files, built in;
+//! `NO_COLOR` turns every role into the terminal's default (emphasis by modifiers only).
+//! Invariant: a theme always has every role; an unknown name or a bad value is an error, never
+//! a silent fallback to some other palette.
+
+use std::str::FromStr;
+
+use ratatui::style::{Color, Modifier, Style};
+use serde::Deserialize;
+use thiserror::Error;
+
+use crate::harness::primitives::ExecutionMode;
+
+/// The built-in themes: name and TOML source.
+pub const BUILTIN: [(&str, &str); 3] = [
+    ("dark", include_str!("../../themes/dark.toml")),
+    ("light", include_str!("../../themes/light.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
+];
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ThemeError {
+    #[error("no theme named `{0}` (themes: dark, light, high-contrast)")]
+    Unknown(String),
+    #[error("theme `{name}`: {why}")]
+    Invalid { name: String, why: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThemeFile {
+    name: String,
+    text: String,
+    secondary: String,
+    accent: String,
+    danger: String,
+    warning: String,
+    added: String,
+    removed: String,
+    hint: String,
+    background: String,
+    surface: String,
+    mode_safe: String,
+    mode_ask: String,
+    mode_auto: String,
+}
+
+/// A resolved theme.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Theme {
+    pub name: String,
+    pub text: Color,
+    pub secondary: Color,
+    pub accent: Color,
+    pub danger: Color,
+    pub warning: Color,
+    pub added: Color,
+    pub removed: Color,
+    pub hint: Color,
+    pub background: Color,
+    pub surface: Color,
+    pub mode_safe: Color,
+    pub mode_ask: Color,
+    pub mode_auto: Color,
+    /// `NO_COLOR`: every role is `Reset`; highlighting is off.
+    pub monochrome: bool,
+}
+
+impl Theme {
+    /// The built-in theme `name`.
+    pub fn named(name: &str) -> Result<Theme, ThemeError> {
+        let (_, src) = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| ThemeError::Unknown(name.to_string()))?;
+        Theme::parse(src)
+    }
+
+    /// `name`, or all roles reset when `no_color`.
+    pub fn load(name: &str, no_color: bool) -> Result<Theme, ThemeError> {
+        let t = Theme::named(name)?;
+        Ok(if no_color { t.monochrome() } else { t })
+    }
+
+    pub fn parse(src: &str) -> Result<Theme, ThemeError> {
+        let f: ThemeFile = toml::from_str(src).map_err(|e| ThemeError::Invalid {
+            name: "?".into(),
+            why: e.to_string(),
+        })?;
+        let name = f.name.clone();
+        let c = |v: &str| {
+            Color::from_str(v).map_err(|_| ThemeError::Invalid {
+                name: name.clone(),
+                why: format!("`{v}` is not a colour"),
+            })
+        };
+        Ok(Theme {
+            text: c(&f.text)?,
+            secondary: c(&f.secondary)?,
+            accent: c(&f.accent)?,
+            danger: c(&f.danger)?,
+            warning: c(&f.warning)?,
+            added: c(&f.added)?,
+            removed: c(&f.removed)?,
+            hint: c(&f.hint)?,
+            background: c(&f.background)?,
+            surface: c(&f.surface)?,
+            mode_safe: c(&f.mode_safe)?,
+            mode_ask: c(&f.mode_ask)?,
+            mode_auto: c(&f.mode_auto)?,
+            name: f.name,
+            monochrome: false,
+        })
+    }
+
+    fn monochrome(self) -> Theme {
+        let r = Color::Reset;
+        Theme {
+            name: self.name,
+            text: r,
+            secondary: r,
+            accent: r,
+            danger: r,
+            warning: r,
+            added: r,
+            removed: r,
+            hint: r,
+            background: r,
+            surface: r,
+            mode_safe: r,
+            mode_ask: r,
+            mode_auto: r,
+            monochrome: true,
+        }
+    }
+
+    pub fn fg(&self, c: Color) -> Style {
+        Style::default().fg(c)
+    }
+
+    pub fn text(&self) -> Style {
+        self.fg(self.text)
+    }
+
+    pub fn secondary(&self) -> Style {
+        self.fg(self.secondary)
+    }
+
+    pub fn accent(&self) -> Style {
+        self.fg(self.accent)
+    }
+
+    pub fn danger(&self) -> Style {
+        self.fg(self.danger).add_modifier(Modifier::BOLD)
+    }
+
+    pub fn hint(&self) -> Style {
+        self.fg(self.hint)
+    }
+
+    pub fn mode_color(&self, mode: ExecutionMode) -> Color {
+        match mode {
+            ExecutionMode::Safe => self.mode_safe,
+            ExecutionMode::Ask => self.mode_ask,
+            ExecutionMode::Auto => self.mode_auto,
+        }
+    }
+
+    /// The mode badge: reversed in the mode's colour; AUTO also bold and blinking-free but
+    /// underlined, so it is unmistakable even without colour.
+    pub fn mode_badge(&self, mode: ExecutionMode) -> Style {
+        let s = Style::default()
+            .fg(self.mode_color(mode))
+            .add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        if mode == ExecutionMode::Auto {
+            s.add_modifier(Modifier::UNDERLINED)
+        } else {
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_theme_parses_with_every_role() {
+        for (name, _) in BUILTIN {
+            let t = Theme::named(name).unwrap();
+            assert_eq!(t.name, name);
+            assert_ne!(
+                t.mode_auto, t.mode_safe,
+                "{name}: AUTO must differ from SAFE"
+            );
+        }
+    }
+
+    #[test]
+    fn no_color_resets_every_role_and_unknown_names_are_refused() {
+        let t = Theme::load("dark", true).unwrap();
+        assert!(t.monochrome);
+        assert_eq!(t.danger, Color::Reset);
+        assert_eq!(
+            Theme::named("neon"),
+            Err(ThemeError::Unknown("neon".into()))
+        );
+    }
+}

@@ -1,0 +1,101 @@
+//! `draw`: the state in, a frame out. The conversation on top, the audit pane under it when
+//! open, the composer, the status bar; the ASK dialog and popups over everything. Invariant:
+//! `draw` changes nothing in `App` (the height cache it fills is a memo of pure functions).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Span;
+use ratatui::widgets::{Block, Borders, Widget};
+
+use crate::tui::app::{App, Focus};
+use crate::tui::commands;
+use crate::tui::widgets::audit_pane::AuditPane;
+use crate::tui::widgets::confirm::ConfirmWidget;
+use crate::tui::widgets::conversation::ConversationWidget;
+use crate::tui::widgets::popup::PopupWidget;
+use crate::tui::widgets::status_bar::StatusBar;
+
+pub fn draw(app: &App, frame: &mut Frame) {
+    let area = frame.area();
+    // The composer draws its own cursor; the terminal's stays hidden.
+    render(app, area, frame.buffer_mut());
+}
+
+fn regions(app: &App, area: Rect) -> [Rect; 4] {
+    let composer_h = (app.composer.lines().len() as u16).clamp(1, 6) + 2;
+    let audit_h = if app.audit_open {
+        area.height * 2 / 5
+    } else {
+        0
+    };
+    let [conv, audit, comp, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(audit_h),
+        Constraint::Length(composer_h),
+        Constraint::Length(2),
+    ])
+    .areas(area);
+    [conv, audit, comp, status]
+}
+
+/// Everything into `buf` (used by `draw` and by the snapshot tests).
+pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
+    let t = &app.theme;
+    buf.set_style(area, Style::default().bg(t.background).fg(t.text));
+    let [conv, audit, comp, status] = regions(app, area);
+    ConversationWidget {
+        cells: &app.cells,
+        cache: &app.heights,
+        scroll: app.scroll,
+        focused: (app.focus == Focus::Conversation)
+            .then_some(app.focused_cell)
+            .flatten(),
+        theme: t,
+        now: app.now,
+    }
+    .render(conv, buf);
+    if app.audit_open {
+        AuditPane {
+            view: &app.audit,
+            theme: t,
+        }
+        .render(audit, buf);
+    }
+    let text = app.composer.lines().join("\n");
+    let completions = commands::complete(&text);
+    let title = if completions.is_empty() {
+        String::new()
+    } else {
+        format!(" Tab: {} ", completions.join("  "))
+    };
+    let border = if app.focus == Focus::Composer {
+        t.fg(t.mode_color(app.status.mode))
+    } else {
+        t.hint()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Span::styled(title, t.hint()));
+    let inner = block.inner(comp);
+    block.render(comp, buf);
+    app.composer.render(inner, buf);
+    let hints = app.hints();
+    StatusBar {
+        info: &app.status,
+        hints: &hints,
+        theme: t,
+    }
+    .render(status, buf);
+    if let Some(p) = &app.popup {
+        PopupWidget { popup: p, theme: t }.render(area, buf);
+    }
+    if let Some(c) = &app.confirm {
+        ConfirmWidget {
+            confirm: c,
+            theme: t,
+        }
+        .render(area, buf);
+    }
+}

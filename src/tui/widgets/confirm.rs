@@ -1,0 +1,261 @@
+//! The ASK dialog. It holds one approval request (keyed by its call id) and, on a key, emits one
+//! decision; the app delivers it to the TaskController. It shows the tool, the whole command
+//! wrapped (scrollable, never cut), the class with every reason, what it needs, the paths it
+//! writes, the working directory, and for write_file/patch the diff of what will be written.
+//! Invariant: a key that arrives within `GUARD` of the dialog opening answers nothing, so keys
+//! typed for the composer cannot approve a call the person has not seen.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Modifier;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
+
+use crate::harness::command_policy::ApprovalDecision;
+use crate::tui::diff::FileDiff;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{diff_lines, wrap};
+
+/// Keys this soon after the dialog opened are ignored.
+pub const GUARD: Duration = Duration::from_millis(300);
+
+/// What the dialog asks about (the `approval_requested` event, plus what the app knows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalView {
+    pub call_id: String,
+    pub tool: String,
+    pub command: String,
+    pub class: String,
+    pub asking_for: Vec<String>,
+    pub reasons: Vec<String>,
+    pub writes: Vec<String>,
+    pub network: bool,
+    pub cwd: String,
+    pub diff: Option<FileDiff>,
+}
+
+/// The decision the dialog emits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub call_id: String,
+    pub decision: ApprovalDecision,
+    /// `s`: approve this exact command for the rest of the session.
+    pub for_session: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Confirm {
+    pub view: ApprovalView,
+    pub opened: Instant,
+    pub scroll: u16,
+    /// `m` was pressed: the message being typed.
+    pub message: Option<String>,
+}
+
+impl Confirm {
+    pub fn new(view: ApprovalView, now: Instant) -> Self {
+        Confirm {
+            view,
+            opened: now,
+            scroll: 0,
+            message: None,
+        }
+    }
+
+    /// Handle a key that arrived `at`. `Some` is the decision.
+    pub fn key(&mut self, key: KeyEvent, at: Instant) -> Option<Decided> {
+        if at.saturating_duration_since(self.opened) < GUARD {
+            return None;
+        }
+        let decided = |decision, for_session| {
+            Some(Decided {
+                call_id: self.view.call_id.clone(),
+                decision,
+                for_session,
+            })
+        };
+        if let Some(msg) = &mut self.message {
+            match key.code {
+                KeyCode::Enter => {
+                    let m = std::mem::take(msg);
+                    return decided(ApprovalDecision::Deny(Some(m)), false);
+                }
+                KeyCode::Esc => self.message = None,
+                KeyCode::Backspace => {
+                    msg.pop();
+                }
+                KeyCode::Char(c) => msg.push(c),
+                _ => {}
+            }
+            return None;
+        }
+        match key.code {
+            KeyCode::Char('y') => decided(ApprovalDecision::Approve, false),
+            KeyCode::Char('s') => decided(ApprovalDecision::Approve, true),
+            KeyCode::Char('n') | KeyCode::Esc => decided(ApprovalDecision::Deny(None), false),
+            KeyCode::Char('m') => {
+                self.message = Some(String::new());
+                None
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.scroll = self.scroll.saturating_add(1);
+                None
+            }
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.scroll = self.scroll.saturating_sub(1);
+                None
+            }
+            KeyCode::PageDown => {
+                self.scroll = self.scroll.saturating_add(10);
+                None
+            }
+            KeyCode::PageUp => {
+                self.scroll = self.scroll.saturating_sub(10);
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The key hints, generated from the bindings above.
+    pub fn hints(&self) -> Vec<(&'static str, &'static str)> {
+        if self.message.is_some() {
+            return vec![("Enter", "deny with this message"), ("Esc", "back")];
+        }
+        vec![
+            ("y", "allow once"),
+            ("s", "allow for session"),
+            ("n/Esc", "deny"),
+            ("m", "deny with message"),
+            ("↑↓", "scroll"),
+        ]
+    }
+
+    /// The dialog's body lines at `width` (wrapped, nothing cut).
+    pub fn body(&self, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+        let v = &self.view;
+        let label = |s: &str| Span::styled(format!("{s:<10}"), theme.secondary());
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        lines.push(Line::from(vec![
+            label("tool"),
+            Span::styled(v.tool.clone(), theme.accent().add_modifier(Modifier::BOLD)),
+        ]));
+        lines.push(Line::from(label("command")));
+        for l in v.command.lines() {
+            lines.extend(wrap::wrap_line(
+                Line::styled(format!("  {l}"), theme.text().add_modifier(Modifier::BOLD)),
+                width,
+            ));
+        }
+        let class_style = if v.class == "DANGEROUS" {
+            theme.danger()
+        } else {
+            theme.fg(theme.warning)
+        };
+        lines.push(Line::from(vec![
+            label("class"),
+            Span::styled(v.class.clone(), class_style),
+        ]));
+        for r in &v.reasons {
+            lines.extend(wrap::wrap_line(
+                Line::styled(format!("  - {r}"), theme.text()),
+                width,
+            ));
+        }
+        let mut needs = v.asking_for.clone();
+        if v.network && !needs.iter().any(|n| n == "network") {
+            needs.push("network".into());
+        }
+        lines.push(Line::from(vec![
+            label("needs"),
+            Span::styled(needs.join(", "), theme.fg(theme.warning)),
+        ]));
+        if !v.writes.is_empty() {
+            lines.push(Line::from(label("writes")));
+            for w in &v.writes {
+                lines.extend(wrap::wrap_line(
+                    Line::styled(format!("  {w}"), theme.text()),
+                    width,
+                ));
+            }
+        }
+        lines.extend(wrap::wrap_line(
+            Line::from(vec![label("in"), Span::styled(v.cwd.clone(), theme.text())]),
+            width,
+        ));
+        if let Some(d) = &v.diff {
+            lines.push(Line::default());
+            lines.extend(diff_lines(d, width, theme));
+        }
+        if let Some(m) = &self.message {
+            lines.push(Line::default());
+            lines.extend(wrap::wrap_line(
+                Line::from(vec![
+                    Span::styled("message to the model: ", theme.accent()),
+                    Span::styled(format!("{m}▏"), theme.text()),
+                ]),
+                width,
+            ));
+        }
+        lines
+    }
+}
+
+/// Renders the dialog centred in `area`.
+pub struct ConfirmWidget<'a> {
+    pub confirm: &'a Confirm,
+    pub theme: &'a Theme,
+}
+
+impl Widget for ConfirmWidget<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let t = self.theme;
+        let w = area.width.saturating_sub(4).clamp(20, 110).min(area.width);
+        let inner_w = w.saturating_sub(2);
+        let body = self.confirm.body(inner_w, t);
+        let hints = wrap::wrap_line(super::hint_line(&self.confirm.hints(), t), inner_w);
+        let hint_h = hints.len() as u16;
+        let max_h = area.height.saturating_sub(2).max(5);
+        let h = (body.len() as u16 + 2 + hint_h).min(max_h);
+        let rect = super::centered(area, w, h);
+        Clear.render(rect, buf);
+        let view_h = h.saturating_sub(2 + hint_h) as usize;
+        let max_scroll = body.len().saturating_sub(view_h);
+        let scroll = (self.confirm.scroll as usize).min(max_scroll);
+        let more = if max_scroll > scroll {
+            format!(" ↓ {} more lines ", body.len() - view_h - scroll)
+        } else {
+            String::new()
+        };
+        let block = Block::default()
+            .borders(Borders::ALL)
+            .border_style(t.fg(t.warning))
+            .title(Span::styled(
+                " Spear asks: allow this call? ",
+                t.fg(t.warning).add_modifier(Modifier::BOLD),
+            ))
+            .title_bottom(Line::styled(more, t.hint()));
+        let inner = block.inner(rect);
+        block.render(rect, buf);
+        let shown: Vec<Line> = body.into_iter().skip(scroll).take(view_h).collect();
+        let body_h = inner.height.saturating_sub(hint_h);
+        Paragraph::new(shown).render(
+            Rect {
+                height: body_h,
+                ..inner
+            },
+            buf,
+        );
+        Paragraph::new(hints).render(
+            Rect {
+                y: inner.y + body_h,
+                height: inner.height - body_h,
+                ..inner
+            },
+            buf,
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! The TUI's tests, one binary: snapshots of every widget's visible states rendered with
+//! ratatui's `TestBackend` (pinned by `insta`), and app tests that drive keys and agent events
+//! through `update` without a terminal, including the ASK dialog's early-key guard; and the screen end to end through tmux against
+//! the loopback model server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
+#[path = "tui/app_events.rs"]
+mod app_events;
+#[path = "tui/audit_pane.rs"]
+mod audit_pane;
+#[path = "tui/dialogs.rs"]
+mod dialogs;
+#[path = "support/mod.rs"]
+mod server;
+#[path = "tui/support.rs"]
+mod support;
+#[path = "tui/tmux_e2e.rs"]
+mod tmux_e2e;
+#[path = "tui/widgets.rs"]
+mod widgets;

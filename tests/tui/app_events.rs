@@ -1,0 +1,374 @@
+//! The app driven through `update` without a terminal: sending, newlines, history, paste,
+//! `!COMMAND`, slash commands, mode cycling, cancel, quit, and the ASK dialog's decisions with
+//! its early-key guard and the session allow-list.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use spear::agent::event::{AgentEvent, StopReason};
+use spear::harness::command_policy::ApprovalDecision;
+use spear::harness::primitives::ExecutionMode;
+use spear::tui::event::{Effect, Event};
+
+use crate::support::*;
+
+fn composer_text(app: &spear::tui::app::App) -> String {
+    app.composer.lines().join("\n")
+}
+
+#[test]
+fn enter_sends_and_shift_enter_or_ctrl_j_insert_a_newline() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "one", t0);
+    press(
+        &mut app,
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT),
+        t0,
+    );
+    type_text(&mut app, "two", t0);
+    press(&mut app, ctrl('j'), t0);
+    type_text(&mut app, "three", t0);
+    assert_eq!(composer_text(&app), "one\ntwo\nthree");
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(fx, vec![Effect::Submit("one\ntwo\nthree".into())]);
+    assert_eq!(composer_text(&app), "");
+    assert!(app.busy());
+}
+
+#[test]
+fn up_and_down_recall_earlier_prompts() {
+    let t0 = Instant::now();
+    let mut app = app_with("dark", false, t0);
+    for p in ["first", "second"] {
+        type_text(&mut app, p, t0);
+        press(&mut app, key(KeyCode::Enter), t0);
+    }
+    press(&mut app, key(KeyCode::Up), t0);
+    assert_eq!(composer_text(&app), "second");
+    press(&mut app, key(KeyCode::Up), t0);
+    assert_eq!(composer_text(&app), "first");
+    press(&mut app, key(KeyCode::Down), t0);
+    assert_eq!(composer_text(&app), "second");
+}
+
+#[test]
+fn a_paste_is_inserted_whole_not_sent_line_by_line() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    let fx = app.update(Event::Paste("line 1\nline 2\n".into()));
+    assert!(fx.is_empty());
+    assert_eq!(composer_text(&app), "line 1\nline 2\n");
+}
+
+#[test]
+fn bang_runs_a_command_through_the_router_and_its_result_reaches_the_next_prompt() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "!git status", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(
+        fx,
+        vec![Effect::RunCommand {
+            call_id: "you-1".into(),
+            command: "git status".into()
+        }]
+    );
+    agent(
+        &mut app,
+        AgentEvent::ToolCallFinished {
+            call_id: "you-1".into(),
+            envelope: envelope("you-1", "terminal", ok_output("clean\n", 0), None),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::Done {
+            reason: StopReason::Finished,
+            tool_calls: 1,
+            message: None,
+        },
+    );
+    type_text(&mut app, "why?", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    let Effect::Submit(text) = &fx[0] else {
+        panic!("{fx:?}")
+    };
+    assert!(
+        text.contains("`git status`") && text.contains("clean") && text.ends_with("why?"),
+        "{text}"
+    );
+}
+
+#[test]
+fn slash_commands_and_shift_tab_change_the_mode() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/mode auto", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Mode(ExecutionMode::Auto)]
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::BackTab), t0),
+        vec![Effect::Mode(ExecutionMode::Safe)]
+    );
+    assert_eq!(app.status.mode, ExecutionMode::Safe);
+    type_text(&mut app, "/bogus", t0);
+    assert!(press(&mut app, key(KeyCode::Enter), t0).is_empty());
+    type_text(&mut app, "/mo", t0);
+    press(&mut app, key(KeyCode::Tab), t0);
+    assert_eq!(composer_text(&app), "/mode ");
+    app.composer = spear::tui::app::composer();
+    type_text(&mut app, "/quit", t0);
+    assert_eq!(press(&mut app, key(KeyCode::Enter), t0), vec![Effect::Quit]);
+}
+
+#[test]
+fn esc_cancels_a_running_turn_and_ctrl_c_twice_quits() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "go", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(press(&mut app, key(KeyCode::Esc), t0), vec![Effect::Cancel]);
+    agent(
+        &mut app,
+        AgentEvent::Done {
+            reason: StopReason::Cancelled,
+            tool_calls: 0,
+            message: None,
+        },
+    );
+    assert!(!app.busy());
+    assert!(press(&mut app, ctrl('c'), t0).is_empty());
+    assert_eq!(press(&mut app, ctrl('c'), ms(t0, 500)), vec![Effect::Quit]);
+    // Two presses far apart do not quit.
+    let mut app = app_with("dark", true, t0);
+    press(&mut app, ctrl('c'), t0);
+    assert!(press(&mut app, ctrl('c'), ms(t0, 5000)).is_empty());
+}
+
+#[test]
+fn f2_opens_the_audit_pane_once_and_toggles_it() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::F(2)), t0),
+        vec![Effect::AuditOpen]
+    );
+    assert!(app.audit_open);
+    assert!(press(&mut app, key(KeyCode::F(2)), t0).is_empty());
+    assert!(!app.audit_open);
+    assert!(
+        press(&mut app, key(KeyCode::F(2)), t0).is_empty(),
+        "the feed is started once"
+    );
+}
+
+#[test]
+fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    // Typed before the dialog: goes to the composer, answers nothing.
+    press(&mut app, key(KeyCode::Char('y')), t0);
+    app.update(Event::Tick(ms(t0, 10)));
+    agent(
+        &mut app,
+        approval(
+            "c1",
+            "rm -rf build",
+            "WORKSPACE_MUTATING",
+            &["build"],
+            false,
+        ),
+    );
+    assert!(app.confirm.is_some());
+    // Within the guard: ignored, the dialog stays.
+    assert!(press(&mut app, key(KeyCode::Char('y')), ms(t0, 100)).is_empty());
+    assert!(app.confirm.is_some());
+    let fx = press(&mut app, key(KeyCode::Char('y')), ms(t0, 400));
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            call_id: "c1".into(),
+            decision: ApprovalDecision::Approve
+        }]
+    );
+    assert!(app.confirm.is_none());
+    assert_eq!(composer_text(&app), "y");
+}
+
+#[test]
+fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        approval("c1", "make", "SHELL_COMPLEX", &[], false),
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000)),
+        vec![Effect::Answer {
+            call_id: "c1".into(),
+            decision: ApprovalDecision::Deny(None)
+        }]
+    );
+    agent(
+        &mut app,
+        approval("c2", "make", "SHELL_COMPLEX", &[], false),
+    );
+    press(&mut app, key(KeyCode::Char('m')), ms(t0, 2000));
+    type_text(&mut app, "use cargo", ms(t0, 2000));
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), ms(t0, 2000)),
+        vec![Effect::Answer {
+            call_id: "c2".into(),
+            decision: ApprovalDecision::Deny(Some("use cargo".into()))
+        }]
+    );
+    agent(
+        &mut app,
+        approval("c3", "make", "SHELL_COMPLEX", &[], false),
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::Char('s')), ms(t0, 3000)),
+        vec![Effect::Answer {
+            call_id: "c3".into(),
+            decision: ApprovalDecision::Approve
+        }]
+    );
+    // The exact same call again: answered at once, no dialog.
+    let fx = agent(
+        &mut app,
+        approval("c4", "make", "SHELL_COMPLEX", &[], false),
+    );
+    assert_eq!(
+        fx,
+        vec![Effect::Answer {
+            call_id: "c4".into(),
+            decision: ApprovalDecision::Approve
+        }]
+    );
+    assert!(app.confirm.is_none());
+    // A different command still asks.
+    agent(
+        &mut app,
+        approval("c5", "make install", "SHELL_COMPLEX", &[], false),
+    );
+    assert!(app.confirm.is_some());
+    // Esc denies.
+    assert_eq!(
+        press(&mut app, key(KeyCode::Esc), ms(t0, 5000)),
+        vec![Effect::Answer {
+            call_id: "c5".into(),
+            decision: ApprovalDecision::Deny(None)
+        }]
+    );
+}
+
+#[test]
+fn a_long_session_keeps_only_visible_cells_laid_out() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    for i in 0..2000 {
+        agent(
+            &mut app,
+            AgentEvent::TextDelta {
+                text: format!("message {i}"),
+            },
+        );
+        agent(
+            &mut app,
+            AgentEvent::Done {
+                reason: StopReason::Finished,
+                tool_calls: 0,
+                message: None,
+            },
+        );
+    }
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("message 1999"), "{screen}");
+    press(&mut app, key(KeyCode::PageUp), t0);
+    let up = render(&app, 80, 24);
+    assert!(
+        !up.contains("message 1999") && up.contains("message 199"),
+        "{up}"
+    );
+}
+
+#[test]
+fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_and_mode() {
+    use spear::agent::model::ChatMessage;
+    use spear::agent::session::{LoadedSession, SessionMeta, SessionSummary};
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/resume", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::ListSessions]
+    );
+    let summary = |id: &str, title: &str| SessionSummary {
+        id: id.into(),
+        created: "2026-12-01T09:00:00Z".into(),
+        updated: "2026-12-01T09:30:00Z".into(),
+        model: "qwen3-coder".into(),
+        mode: "auto".into(),
+        messages: 4,
+        title: title.into(),
+    };
+    app.update(Event::Sessions(vec![
+        summary("s-new", "add a CHANGELOG"),
+        summary("s-old", "fix the parser"),
+    ]));
+    insta::assert_snapshot!("resume_picker", render(&app, 80, 24));
+    press(&mut app, key(KeyCode::Down), t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Resume("s-old".into())]
+    );
+    app.update(Event::SessionLoaded(Box::new(LoadedSession {
+        meta: SessionMeta {
+            id: "s-old".into(),
+            workspace: "/work/demo".into(),
+            created: "2026-12-01T09:00:00Z".into(),
+            provider: "local".into(),
+            model: "qwen3-coder".into(),
+            mode: "auto".into(),
+        },
+        messages: vec![
+            ChatMessage::User {
+                content: "fix the parser".into(),
+            },
+            ChatMessage::Assistant {
+                content: Some("Fixed: the here-doc case.".into()),
+                tool_calls: Vec::new(),
+                reasoning: None,
+            },
+        ],
+    })));
+    assert_eq!(app.status.mode, ExecutionMode::Auto);
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("fix the parser") && screen.contains("Fixed: the here-doc case."));
+    assert!(screen.contains("resumed session s-old"), "{screen}");
+}
+
+#[test]
+fn help_is_generated_from_the_commands_and_bindings() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/help", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    let screen = render(&app, 100, 40);
+    for s in [
+        "/mode safe|ask|auto",
+        "/theme",
+        "!COMMAND",
+        "Shift+Tab",
+        "fold/unfold",
+    ] {
+        assert!(screen.contains(s), "{s}:\n{screen}");
+    }
+    insta::assert_snapshot!("help_popup", screen);
+    press(&mut app, key(KeyCode::Esc), t0);
+    assert!(app.popup.is_none());
+}

@@ -1,0 +1,166 @@
+//! The screen end to end, driven through tmux: Spear in ASK mode in a temporary git workspace
+//! against the loopback model server; a request typed; the dialog shows the full command; `y`;
+//! the workspace changed; F2 shows the call in the audit pane; a second call denied with `n`;
+//! a `!COMMAND` asked and run the same way; Esc cancelling a hanging stream; `/quit`; the pane has left the alternate screen.
+//! Needs tmux (`make` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::server::chunks::{text_answer, tool_calls_answer};
+use crate::server::mock_server::{MockServer, Reply, StreamEnd};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("tmux is needed for this test: apt-get install tmux (make test does it)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-J", "-t", "e2e"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "e2e", "-l", text]);
+    }
+
+    /// Wait until the screen shows `what`; fail with the screen otherwise.
+    fn wait_for(&self, what: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(what) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the screen never showed {what:?}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+fn workspace(base: &Path) -> PathBuf {
+    let project = base.join("work");
+    std::fs::create_dir_all(&project).unwrap();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project)
+        .status();
+    assert!(git.expect("git is needed: install git").success());
+    std::fs::write(project.join("hello.txt"), "Hello, world\n").unwrap();
+    project
+}
+
+#[test]
+fn ask_approve_audit_deny_and_quit_through_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = workspace(&base);
+    let edit = "sed -i s/world/Spear/ hello.txt";
+    let server = MockServer::start([
+        tool_calls_answer(&[("call_edit", "terminal", json!({ "command": edit }))]),
+        text_answer("Changed it."),
+        tool_calls_answer(&[("call_rm", "terminal", json!({ "command": "rm hello.txt" }))]),
+        text_answer("Left it in place."),
+        // A model that starts answering and then hangs: Esc cancels the turn.
+        Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"pondering\"}}]}\n\n")
+            .ending(StreamEnd::Hang(Duration::from_millis(200))),
+    ]);
+    let tmux = Tmux {
+        socket: format!("spear-e2e-{}", std::process::id()),
+    };
+    let command = format!(
+        "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
+         XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
+         SPEAR_API_KEY=sk-e2e '{bin}' --mode ask --workspace '{ws}'; echo SPEAR-EXITED $?; sleep 60",
+        path = std::env::var("PATH").unwrap_or_default(),
+        home = base.display(),
+        url = server.base_url,
+        bin = env!("CARGO_BIN_EXE_spear"),
+        ws = project.display(),
+    );
+    let cwd = project.display().to_string();
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-c",
+        &cwd,
+        &command,
+    ]);
+    tmux.wait_for("Ask Spear");
+    tmux.type_text("change world to Spear");
+    tmux.keys(&["Enter"]);
+    let dialog = tmux.wait_for("Spear asks");
+    assert!(
+        dialog.contains(edit),
+        "the dialog shows the full command:\n{dialog}"
+    );
+    assert!(
+        dialog.contains("hello.txt") && dialog.contains("WORKSPACE_MUTATING"),
+        "{dialog}"
+    );
+    // The dialog ignores keys in its first moment; wait past it, then allow once.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["y"]);
+    tmux.wait_for("Changed it.");
+    assert_eq!(
+        std::fs::read_to_string(project.join("hello.txt")).unwrap(),
+        "Hello, Spear\n"
+    );
+    tmux.keys(&["F2"]);
+    let audit = tmux.wait_for("approved");
+    assert!(
+        audit.contains("sed -i"),
+        "the audit pane shows the call:\n{audit}"
+    );
+    tmux.keys(&["F2"]);
+    tmux.type_text("now remove it");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("rm hello.txt");
+    tmux.wait_for("Spear asks");
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys(&["n"]);
+    tmux.wait_for("Left it in place.");
+    assert!(
+        project.join("hello.txt").exists(),
+        "the denied rm did not run"
+    );
+    tmux.type_text("/quit");
+    tmux.keys(&["Enter"]);
+    let after = tmux.wait_for("SPEAR-EXITED 0");
+    assert!(!after.contains("Ask Spear"), "{after}");
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(alt.trim(), "0", "the pane has left the alternate screen");
+}
