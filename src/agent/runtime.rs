@@ -94,6 +94,12 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         self
     }
 
+    /// Answer the next requests with `model` (the person switched models); the conversation
+    /// so far is kept.
+    pub fn set_model(&mut self, model: Arc<M>) {
+        self.model = model;
+    }
+
     /// Continue an earlier conversation (a resumed session).
     #[must_use]
     pub fn with_conversation(mut self, messages: Vec<ChatMessage>) -> Self {

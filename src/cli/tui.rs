@@ -109,11 +109,30 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         Some("") => SessionStart::Pick,
         Some(id) => SessionStart::Resume(id.to_string()),
     };
+    let remodel = {
+        let path = path.clone();
+        let mode = args.mode;
+        Box::new(move |name: &str| {
+            let flags = Flags {
+                mode,
+                model: Some(name.to_string()),
+                ..Flags::default()
+            };
+            let s = config::load(&path, &Env::Process, &flags).map_err(|e| e.to_string())?;
+            let m = super::run_model::build(&s).map_err(|e| format!("{e:#}"))?;
+            let info = ModelInfo {
+                provider: s.provider.name.clone(),
+                model: s.provider.model.clone(),
+            };
+            Ok((Arc::new(m), info))
+        })
+    };
     let launch = Launch {
         parts: DriverParts {
             model,
             router,
             rebuild,
+            remodel,
             options: RuntimeOptions {
                 max_tool_calls: settings.as_ref().map_or(50, |s| s.max_tool_calls),
                 response_max_tokens: settings.as_ref().map_or(16384, |s| s.response_max_tokens),

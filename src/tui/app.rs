@@ -205,6 +205,14 @@ impl App {
             }
             Event::Failed(why) => self.notice(NoticeKind::Error, why),
             Event::Note(what) => self.notice(NoticeKind::Info, what),
+            Event::ModelChanged { provider, model } => {
+                self.notice(
+                    NoticeKind::Info,
+                    format!("the next requests go to {model} (provider {provider})"),
+                );
+                self.status.model = Some((provider, model));
+                self.has_model = true;
+            }
             Event::Network(on) => {
                 self.status.network = on;
                 let state = if on { "on" } else { "off" };

@@ -361,7 +361,12 @@ impl App {
                 NoticeKind::Warning,
                 "a turn is running: Esc cancels it first",
             ),
-            Slash::Model => {
+            Slash::Model(Some(name)) if !self.busy() => fx.push(Effect::Model(name)),
+            Slash::Model(Some(_)) => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: Esc cancels it first",
+            ),
+            Slash::Model(None) => {
                 let current = match &self.status.model {
                     Some((p, m)) => format!("provider {p}, model {m}"),
                     None => "no model configured".into(),
@@ -369,7 +374,7 @@ impl App {
                 let lines = vec![
                     current,
                     String::new(),
-                    "Change it with SPEAR_MODEL / SPEAR_BASE_URL, `--model` on `spear run`, or the config's [providers] (README \"Connect a model\"); restart Spear to use it.".into(),
+                    "`/model NAME` switches the model for the next requests (same provider, conversation kept). Another provider: SPEAR_BASE_URL / SPEAR_MODEL or the config's [providers] (README \"Connect a model\"), then restart Spear.".into(),
                 ];
                 self.popup = Some(Popup::Text {
                     title: " model ".into(),

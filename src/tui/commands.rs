@@ -25,7 +25,7 @@ pub const SLASH: [(&str, &[&str], &str); 10] = [
     (
         "/model",
         &[],
-        "the provider and model in use, and how to change them",
+        "the provider and model in use; /model NAME switches the model for the next requests",
     ),
     (
         "/theme",
@@ -51,7 +51,8 @@ pub enum Slash {
     Compact,
     New,
     Resume,
-    Model,
+    /// `None`: show the current one.
+    Model(Option<String>),
     Theme(String),
     Quit,
 }
@@ -84,7 +85,7 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         ("/compact", _) => Slash::Compact,
         ("/new", _) => Slash::New,
         ("/resume", _) => Slash::Resume,
-        ("/model", _) => Slash::Model,
+        ("/model", name) => Slash::Model(name.map(str::to_string)),
         ("/theme", Some(n)) => Slash::Theme(n.to_string()),
         ("/quit" | "/exit", _) => Slash::Quit,
         (n, None) if SLASH.iter().any(|(s, args, _)| *s == n && !args.is_empty()) => {

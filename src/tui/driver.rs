@@ -29,6 +29,9 @@ use crate::tui::event::{Effect, Event};
 /// Builds the router again for another network setting (the policy is fixed per router).
 pub type RouterFactory = Box<dyn Fn(bool) -> Result<Arc<ToolRouter>, String> + Send>;
 
+/// Builds the model `/model NAME` switches to (the same configuration with another model).
+pub type ModelFactory<M> = Box<dyn Fn(&str) -> Result<(Arc<M>, ModelInfo), String> + Send>;
+
 /// Which model and provider the sessions are recorded with.
 #[derive(Debug, Clone)]
 pub struct ModelInfo {
@@ -41,6 +44,7 @@ pub struct Driver<M: ChatModel + 'static> {
     runtime: Option<Arc<Mutex<AgentRuntime<M>>>>,
     pub(crate) router: Arc<ToolRouter>,
     rebuild: RouterFactory,
+    remodel: ModelFactory<M>,
     options: RuntimeOptions,
     store: SessionStore,
     pub(crate) session: Option<String>,
@@ -56,6 +60,7 @@ pub struct DriverParts<M: ChatModel + 'static> {
     pub model: Option<(Arc<M>, ModelInfo)>,
     pub router: Arc<ToolRouter>,
     pub rebuild: RouterFactory,
+    pub remodel: ModelFactory<M>,
     pub options: RuntimeOptions,
     pub store: SessionStore,
     pub mode: ExecutionMode,
@@ -69,6 +74,7 @@ impl<M: ChatModel + 'static> Driver<M> {
             runtime: None,
             router: p.router,
             rebuild: p.rebuild,
+            remodel: p.remodel,
             options: p.options,
             store: p.store,
             session: None,
@@ -168,6 +174,20 @@ impl<M: ChatModel + 'static> Driver<M> {
                 }
             }
             Effect::Mode(m) => self.mode = m,
+            Effect::Model(name) => match (self.remodel)(&name) {
+                Ok((model, info)) => {
+                    // The conversation so far stays; the next request goes to the new model.
+                    if let Some(rt) = &self.runtime {
+                        rt.lock().await.set_model(model.clone());
+                    }
+                    self.send(Event::ModelChanged {
+                        provider: info.provider.clone(),
+                        model: info.model.clone(),
+                    });
+                    self.model = Some((model, info));
+                }
+                Err(e) => self.fail(format!("/model {name}: {e}")),
+            },
             Effect::Network(on) => self.network(on).await,
             Effect::Compact => {
                 if let Some(rt) = self.runtime.clone() {

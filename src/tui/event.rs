@@ -51,6 +51,8 @@ pub enum Event {
     Network(bool),
     /// Something the loop did, for the person to read.
     Note(String),
+    /// The next requests go to this provider and model.
+    ModelChanged { provider: String, model: String },
     Tick(Instant),
 }
 
@@ -71,6 +73,8 @@ pub enum Effect {
     Quit,
     Mode(ExecutionMode),
     Network(bool),
+    /// Switch the model of the next requests.
+    Model(String),
     Compact,
     NewSession,
     ListSessions,

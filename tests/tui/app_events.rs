@@ -372,3 +372,41 @@ fn help_is_generated_from_the_commands_and_bindings() {
     press(&mut app, key(KeyCode::Esc), t0);
     assert!(app.popup.is_none());
 }
+
+#[test]
+fn slash_model_name_switches_the_model_and_the_status_bar_follows() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/model gpt-other", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(fx, vec![Effect::Model("gpt-other".into())]);
+    app.update(Event::ModelChanged {
+        provider: "default".into(),
+        model: "gpt-other".into(),
+    });
+    assert_eq!(
+        app.status.model,
+        Some(("default".to_string(), "gpt-other".to_string()))
+    );
+    assert!(render(&app, 100, 30).contains("gpt-other"));
+    // Without a name it shows the current one and asks nothing of the driver.
+    type_text(&mut app, "/model", t0);
+    assert!(press(&mut app, key(KeyCode::Enter), t0).is_empty());
+}
+
+#[test]
+fn slash_model_gives_a_session_without_a_model_one() {
+    let t0 = Instant::now();
+    let mut app = app_with("dark", false, t0);
+    assert!(!app.has_model);
+    app.update(Event::ModelChanged {
+        provider: "default".into(),
+        model: "local".into(),
+    });
+    assert!(app.has_model);
+    type_text(&mut app, "hello", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Submit("hello".into())]
+    );
+}
