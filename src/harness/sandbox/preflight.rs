@@ -71,6 +71,12 @@ pub fn classify_failure(code: i32, stderr: &str) -> PreflightFailure {
     PreflightFailure::Failed(format!("the preflight sandbox exited with {code}: {s}"))
 }
 
+/// The AppArmor profile that lets bwrap create user namespaces on a host that restricts them
+/// (Ubuntu ships the same shape for its own unprivileged sandboxes), written and loaded.
+pub const BWRAP_APPARMOR_FIX: &str = "`printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile bwrap \
+     /usr/bin/bwrap flags=(unconfined) {\\n  userns,\\n}\\n' > /etc/apparmor.d/bwrap && \
+     apparmor_parser -r /etc/apparmor.d/bwrap`";
+
 /// Name the likely reason user namespaces are refused, and the fix.
 pub fn diagnose_userns(root: &Path) -> String {
     let read = |p: &str| {
@@ -79,11 +85,13 @@ pub fn diagnose_userns(root: &Path) -> String {
             .map(|s| s.trim().to_string())
     };
     if read("proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
-        return "Likely cause: AppArmor restricts unprivileged user namespaces \
-                (kernel.apparmor_restrict_unprivileged_userns = 1). Fix: add an AppArmor profile \
-                granting `userns` to /usr/bin/bwrap, or `sysctl -w \
-                kernel.apparmor_restrict_unprivileged_userns=0`"
-            .into();
+        return format!(
+            "Likely cause: AppArmor restricts unprivileged user namespaces \
+             (kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu 23.10 and later). Fix: \
+             give bwrap a profile that grants them, as root: {BWRAP_APPARMOR_FIX}; or turn the \
+             restriction off for every program: `sysctl -w \
+             kernel.apparmor_restrict_unprivileged_userns=0`"
+        );
     }
     if read("proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
         return "Likely cause: user namespaces are disabled (user.max_user_namespaces = 0). Fix: \
@@ -124,7 +132,10 @@ mod tests {
             "1\n",
         )
         .unwrap();
-        assert!(diagnose_userns(d.path()).contains("apparmor_restrict_unprivileged_userns"));
+        let apparmor = diagnose_userns(d.path());
+        assert!(apparmor.contains("apparmor_restrict_unprivileged_userns"));
+        assert!(apparmor.contains("profile bwrap /usr/bin/bwrap") && apparmor.contains("userns,"));
+        assert!(apparmor.contains("apparmor_parser -r /etc/apparmor.d/bwrap"));
         std::fs::write(
             d.path()
                 .join("proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
