@@ -297,13 +297,20 @@ fn readme_session() {
     );
     agent(
         &mut app,
-        approval(
-            "c2",
-            "git commit -am 'Say Spear'",
-            "WORKSPACE_MUTATING",
-            &[".git/"],
-            false,
-        ),
+        {
+            // As the classifier reports this command (`spear classify`).
+            let mut ask = approval(
+                "c2",
+                "git commit -am 'Say Spear'",
+                "WORKSPACE_MUTATING",
+                &[],
+                false,
+            );
+            if let AgentEvent::ApprovalRequested { reasons, .. } = &mut ask {
+                *reasons = vec!["`git commit` changes the repository or the working tree".into()];
+            }
+            ask
+        },
     );
     insta::assert_snapshot!(render(&app, 100, 34));
 }
