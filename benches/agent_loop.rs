@@ -129,7 +129,12 @@ fn bench(c: &mut Criterion) {
         TargetPolicy::default(),
         CommandPolicy::new(PolicyConfig::default()),
         Box::new(NoCommands),
-        ResultStore::open_in(&state, &project, spear::tools::result_store::StoreLimits::default()).unwrap(),
+        ResultStore::open_in(
+            &state,
+            &project,
+            spear::tools::result_store::StoreLimits::default(),
+        )
+        .unwrap(),
         HostConfig::default(),
     );
     let mut registry = ToolRegistry::new();

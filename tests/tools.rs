@@ -8,10 +8,10 @@
 mod cli;
 #[path = "tools/exposure.rs"]
 mod exposure;
-#[path = "tools/gates.rs"]
-mod gates;
 #[path = "tools/fail_closed.rs"]
 mod fail_closed;
+#[path = "tools/gates.rs"]
+mod gates;
 #[path = "tools/git_control.rs"]
 mod git_control;
 #[path = "tools/hard_links.rs"]

@@ -109,11 +109,22 @@ pub enum StreamDelta {
     Text(String),
     Reasoning(String),
     /// A tool call's name became known (its arguments follow in fragments).
-    ToolCallStarted { index: usize, id: String, name: String },
-    ToolCallArguments { index: usize, fragment: String },
+    ToolCallStarted {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArguments {
+        index: usize,
+        fragment: String,
+    },
     Usage(Usage),
     /// The client is waiting to retry (connect error, 429, 5xx) before anything streamed.
-    Retrying { attempt: u32, delay_ms: u64, why: String },
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        why: String,
+    },
 }
 
 /// A model the loop can talk to. Cancelling is dropping the returned future: the real client

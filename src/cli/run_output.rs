@@ -244,7 +244,13 @@ mod tests {
         let args = serde_json::json!({"command": "sshpass -p Hunter2pw ssh host uptime"});
         let shown = status_target(&args);
         assert!(!shown.contains("Hunter2pw"), "{shown}");
-        assert!(shown.contains("[REDACTED]") && shown.contains("ssh host"), "{shown}");
-        assert_eq!(status_target(&serde_json::json!({"path": "src/a.rs"})), "src/a.rs");
+        assert!(
+            shown.contains("[REDACTED]") && shown.contains("ssh host"),
+            "{shown}"
+        );
+        assert_eq!(
+            status_target(&serde_json::json!({"path": "src/a.rs"})),
+            "src/a.rs"
+        );
     }
 }

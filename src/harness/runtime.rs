@@ -160,7 +160,10 @@ impl CommandRunner {
         let mut sandbox = BubblewrapSandbox::new(&config.search_path);
         let mut swept = None;
         // A ledger inside the workspace could be rewritten by the commands it guards.
-        if let Some(dir) = config.ledger_dir.as_deref().filter(|d| !d.starts_with(&workspace))
+        if let Some(dir) = config
+            .ledger_dir
+            .as_deref()
+            .filter(|d| !d.starts_with(&workspace))
             && let Ok(ledger) = SandboxLedger::open(dir)
         {
             let (with, report) = sandbox.with_ledger(ledger);
@@ -448,7 +451,9 @@ impl CommandRunner {
                     let rel = p.strip_prefix(&self.workspace).unwrap_or(p).display();
                     match removed {
                         true => format!("`{rel}` (removed again)"),
-                        false => format!("`{rel}` (which could not be removed: remove it yourself)"),
+                        false => {
+                            format!("`{rel}` (which could not be removed: remove it yourself)")
+                        }
                     }
                 })
                 .collect();

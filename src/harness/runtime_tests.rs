@@ -127,7 +127,11 @@ async fn a_network_setup_failure_with_an_unconfirmed_kill_poisons_the_network() 
     let failed = run_cmd(&runner, networked_profile(), "true").await;
     assert_eq!(failed.status, ToolStatus::Failed, "{failed:?}");
     assert!(
-        failed.reason.as_deref().unwrap_or("").contains("could not be confirmed"),
+        failed
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("could not be confirmed"),
         "{failed:?}"
     );
     assert!(runner.sandbox().network_containment_failed());

@@ -426,7 +426,8 @@ fn bare_git_dir(target: &Path, ws: &Workspace) -> Option<String> {
         if !d.starts_with(root) {
             break;
         }
-        let is_git_dir = d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir();
+        let is_git_dir =
+            d.join("HEAD").is_file() && d.join("objects").is_dir() && d.join("refs").is_dir();
         if is_git_dir {
             let rel = d.strip_prefix(root).unwrap_or(d);
             return Some(format!("{}/ (laid out as a git directory)", rel.display()));

@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::harness::command_policy::{CommandAssessment, CommandClass, ExecutionProfile};
 use crate::harness::primitives::ToolResult;
 use crate::harness::target_policy::Writer;
-use crate::tools::gates::GatedPath;
 use crate::tools::executor::{CancelToken, OutputTap};
+use crate::tools::gates::GatedPath;
 use crate::tools::host::SpearHost;
 use crate::tools::result_store::StoredOutput;
 

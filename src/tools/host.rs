@@ -16,8 +16,8 @@ use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
-use crate::tools::gates::GatedPath;
 use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::gates::GatedPath;
 use crate::tools::host_command::HostCommand;
 use crate::tools::knowledge;
 use crate::tools::result_store::ResultStore;

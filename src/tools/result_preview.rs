@@ -144,7 +144,8 @@ impl PreviewBuffer {
         }
         if rest.len() >= self.window {
             self.tail.clear();
-            self.tail.extend_from_slice(&rest[rest.len() - self.window..]);
+            self.tail
+                .extend_from_slice(&rest[rest.len() - self.window..]);
         } else {
             self.tail.extend_from_slice(rest);
             if self.tail.len() > 2 * self.window {

@@ -440,7 +440,9 @@ fn write_assessment(tool: &str, writes: &[&str]) -> CommandAssessment {
         ));
     }
     CommandAssessment {
-        command: format!("{tool} {}", writes.join(" ")).trim_end().to_string(),
+        command: format!("{tool} {}", writes.join(" "))
+            .trim_end()
+            .to_string(),
         class: CommandClass::WorkspaceMutating,
         executables: Vec::new(),
         writes: writes.iter().map(|w| w.to_string()).collect(),

@@ -52,7 +52,10 @@ pub enum Event {
     /// Something the loop did, for the person to read.
     Note(String),
     /// The next requests go to this provider and model.
-    ModelChanged { provider: String, model: String },
+    ModelChanged {
+        provider: String,
+        model: String,
+    },
     Tick(Instant),
 }
 

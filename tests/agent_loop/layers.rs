@@ -39,7 +39,10 @@ fn read(rel: &str) -> String {
 
 #[test]
 fn harness_and_tools_never_import_the_agent() {
-    let (bad, seen) = importing(&["src/harness", "src/tools"], &["crate::agent", "spear::agent"]);
+    let (bad, seen) = importing(
+        &["src/harness", "src/tools"],
+        &["crate::agent", "spear::agent"],
+    );
     assert!(bad.is_empty(), "these import the agent: {bad:?}");
     // Positive control: the rule looked at the layers, and the agent does import them.
     assert!(seen > 40, "{seen}");

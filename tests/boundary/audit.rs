@@ -185,11 +185,7 @@ fn leading_environment_is_stripped_before_the_summary() {
             "curl https://example.com",
             &["API_KEY", "FOO"],
         ),
-        (
-            "env TOKEN=\"a b\" make test",
-            "make test",
-            &["TOKEN"],
-        ),
+        ("env TOKEN=\"a b\" make test", "make test", &["TOKEN"]),
         ("  CFLAGS=-O2 make", "make", &["CFLAGS"]),
         ("X=sk-abcdefghijklmnopqrstu cmd", "cmd", &["X"]),
         ("echo A=1", "echo A=1", &[]),

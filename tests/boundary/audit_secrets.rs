@@ -29,35 +29,87 @@ fn logged(command: &str) -> String {
 
 /// (command, the secret that must not be logged, a non-secret part that must stay).
 const SECRET_SHAPES: &[(&str, &str, &str)] = &[
-    ("sshpass -p Hunter2pw ssh root@host uptime", "Hunter2pw", "sshpass"),
+    (
+        "sshpass -p Hunter2pw ssh root@host uptime",
+        "Hunter2pw",
+        "sshpass",
+    ),
     ("sshpass -pHunter2pw ssh host", "Hunter2pw", "ssh host"),
-    ("sshpass -e -p 'quoted pw' ssh host", "quoted pw", "ssh host"),
+    (
+        "sshpass -e -p 'quoted pw' ssh host",
+        "quoted pw",
+        "ssh host",
+    ),
     ("mysql -u root -pS3cretDb db1", "S3cretDb", "db1"),
     ("mysqldump -uroot -p'S3cret Db' shop", "S3cret Db", "shop"),
     ("mariadb -pMaria99pw -e status", "Maria99pw", "mariadb"),
     ("mysql --password=S3cretEq db1", "S3cretEq", "db1"),
-    ("mysqladmin --password S3cretSp status", "S3cretSp", "status"),
+    (
+        "mysqladmin --password S3cretSp status",
+        "S3cretSp",
+        "status",
+    ),
     ("curl -u alice:CurlPass1 https://x.io", "CurlPass1", "alice"),
-    ("curl -ualice:CurlPass2 https://x.io", "CurlPass2", "https://x.io"),
-    ("curl --user 'bob:Curl Pass3' https://x.io", "Curl Pass3", "bob"),
+    (
+        "curl -ualice:CurlPass2 https://x.io",
+        "CurlPass2",
+        "https://x.io",
+    ),
+    (
+        "curl --user 'bob:Curl Pass3' https://x.io",
+        "Curl Pass3",
+        "bob",
+    ),
     ("curl --user=bob:CurlPass4 https://x.io", "CurlPass4", "bob"),
-    ("curl --proxy-user p:ProxyPw5 https://x.io", "ProxyPw5", "https://x.io"),
+    (
+        "curl --proxy-user p:ProxyPw5 https://x.io",
+        "ProxyPw5",
+        "https://x.io",
+    ),
     ("gh api --token ghToken77 /user", "ghToken77", "/user"),
     ("deploy --token=TokEq88 --env prod", "TokEq88", "--env prod"),
     ("tool --api-key Ak_12345 run", "Ak_12345", "run"),
     ("tool --api-key=AkEq_678 run", "AkEq_678", "run"),
     ("app --password Pw_Flag9 start", "Pw_Flag9", "start"),
-    ("az login --client-secret Cs_0001 -t t", "Cs_0001", "az login"),
+    (
+        "az login --client-secret Cs_0001 -t t",
+        "Cs_0001",
+        "az login",
+    ),
     ("tool --client-secret=CsEq_02 x", "CsEq_02", "tool"),
-    ("curl -H 'Authorization: Token AuthTok3' https://x.io", "AuthTok3", "https://x.io"),
-    ("curl -H \"Authorization: Bearer BearTok44\" x.io", "BearTok44", "x.io"),
-    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' x.io", "dXNlcjpwYXNz", "x.io"),
+    (
+        "curl -H 'Authorization: Token AuthTok3' https://x.io",
+        "AuthTok3",
+        "https://x.io",
+    ),
+    (
+        "curl -H \"Authorization: Bearer BearTok44\" x.io",
+        "BearTok44",
+        "x.io",
+    ),
+    (
+        "curl -H 'Authorization: Basic dXNlcjpwYXNz' x.io",
+        "dXNlcjpwYXNz",
+        "x.io",
+    ),
     ("curl -H 'X-Api-Key: HdrKey55' x.io", "HdrKey55", "x.io"),
-    ("curl -H 'PRIVATE-TOKEN: GlTok66' gitlab.io", "GlTok66", "gitlab.io"),
+    (
+        "curl -H 'PRIVATE-TOKEN: GlTok66' gitlab.io",
+        "GlTok66",
+        "gitlab.io",
+    ),
     ("curl -H 'Cookie: sid=Ck77' x.io", "Ck77", "x.io"),
     ("curl -b 'id=CkB88' x.io", "CkB88", "x.io"),
-    ("git clone https://u:UrlPw99@github.com/o/r", "UrlPw99", "github.com/o/r"),
-    ("psql postgresql://pg:PgUrl1@db:5432/app", "PgUrl1", "db:5432/app"),
+    (
+        "git clone https://u:UrlPw99@github.com/o/r",
+        "UrlPw99",
+        "github.com/o/r",
+    ),
+    (
+        "psql postgresql://pg:PgUrl1@db:5432/app",
+        "PgUrl1",
+        "db:5432/app",
+    ),
     ("curl https://u:p@ss@w0rd@x.io/a", "ss@w0rd", "x.io/a"),
     (
         "git -c http.extraHeader='Authorization: Basic ExtraHdr1' fetch",
@@ -73,20 +125,48 @@ const SECRET_SHAPES: &[(&str, &str, &str)] = &[
     ("sudo PGPASSWORD=PgEnv4 psql -h db", "PgEnv4", "psql -h db"),
     ("env -i MYSQL_PWD=MyEnv5 mysql db", "MyEnv5", "mysql db"),
     ("ssh h SSHPASS=SpEnv6 sshpass -e ssh g", "SpEnv6", "ssh g"),
-    ("wget --http-password=WgPw7 https://x.io/f", "WgPw7", "https://x.io/f"),
-    ("wget --http-user=u --http-password WgPw8 x", "WgPw8", "--http-user=u"),
+    (
+        "wget --http-password=WgPw7 https://x.io/f",
+        "WgPw7",
+        "https://x.io/f",
+    ),
+    (
+        "wget --http-user=u --http-password WgPw8 x",
+        "WgPw8",
+        "--http-user=u",
+    ),
     ("wget --ftp-password=FtPw9 ftp://x/f", "FtPw9", "ftp://x/f"),
     ("docker login -u me -p DockPw1 reg.io", "DockPw1", "reg.io"),
     ("podman login -pDockPw2 reg.io", "DockPw2", "reg.io"),
-    ("docker login --password DockPw3 reg.io", "DockPw3", "reg.io"),
-    ("echo DockPw4 | docker login --password-stdin reg.io", "DockPw4", "docker login"),
+    (
+        "docker login --password DockPw3 reg.io",
+        "DockPw3",
+        "reg.io",
+    ),
+    (
+        "echo DockPw4 | docker login --password-stdin reg.io",
+        "DockPw4",
+        "docker login",
+    ),
     ("echo SudoPw5 | sudo -S apt update", "SudoPw5", "apt update"),
     ("redis-cli -a RedisPw6 ping", "RedisPw6", "ping"),
-    ("ldapsearch -x -D cn=admin -w LdapPw7 -b dc=x", "LdapPw7", "dc=x"),
+    (
+        "ldapsearch -x -D cn=admin -w LdapPw7 -b dc=x",
+        "LdapPw7",
+        "dc=x",
+    ),
     ("smbclient //h/s -U user%SmbPw8", "SmbPw8", "user"),
-    ("openssl enc -aes256 -pass pass:OsslPw9 -in f", "OsslPw9", "-in f"),
+    (
+        "openssl enc -aes256 -pass pass:OsslPw9 -in f",
+        "OsslPw9",
+        "-in f",
+    ),
     ("openssl enc -aes256 -k OsslK10 -in f", "OsslK10", "-in f"),
-    ("keytool -list -storepass StorePw11 -keystore k", "StorePw11", "keytool -list"),
+    (
+        "keytool -list -storepass StorePw11 -keystore k",
+        "StorePw11",
+        "keytool -list",
+    ),
     ("gpg --passphrase GpgPw12 -d f.gpg", "GpgPw12", "f.gpg"),
     ("restic --pass RsPw13 backup", "RsPw13", "backup"),
     (
@@ -94,13 +174,29 @@ const SECRET_SHAPES: &[(&str, &str, &str)] = &[
         "AwsSk14",
         "aws configure",
     ),
-    ("curl -d '{\"password\": \"JsonPw15\"}' x.io", "JsonPw15", "x.io"),
-    ("curl 'https://x.io/?access_token=QTok16&a=1'", "QTok16", "&a=1"),
+    (
+        "curl -d '{\"password\": \"JsonPw15\"}' x.io",
+        "JsonPw15",
+        "x.io",
+    ),
+    (
+        "curl 'https://x.io/?access_token=QTok16&a=1'",
+        "QTok16",
+        "&a=1",
+    ),
     ("ssh h 'export API_TOKEN=Inner17; run'", "Inner17", "ssh h"),
     ("sqlcmd -S db -U sa -P SqlPw18", "SqlPw18", "-S db"),
-    ("ipmitool -H bmc -U admin -P IpmiPw19 power status", "IpmiPw19", "power status"),
+    (
+        "ipmitool -H bmc -U admin -P IpmiPw19 power status",
+        "IpmiPw19",
+        "power status",
+    ),
     ("curl --oauth2-bearer OaTok20 x.io", "OaTok20", "x.io"),
-    ("npm config set //r.io/:_authToken=NpmTok21", "NpmTok21", "npm config"),
+    (
+        "npm config set //r.io/:_authToken=NpmTok21",
+        "NpmTok21",
+        "npm config",
+    ),
     (
         "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sigSIG' x",
         "sigSIG",
@@ -125,7 +221,12 @@ fn no_secret_shape_reaches_the_audit_log() {
             leaks.push(format!("{command:?} -> {text}"));
         }
     }
-    assert!(leaks.is_empty(), "{} shapes:\n{}", leaks.len(), leaks.join("\n"));
+    assert!(
+        leaks.is_empty(),
+        "{} shapes:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
 }
 
 /// Leading assignments lose their values altogether (item 6), secret-named or not.
@@ -135,11 +236,18 @@ fn leading_secret_assignments_keep_only_their_names() {
         ("PGPASSWORD=PgEnv4 psql -h db", "PgEnv4", "PGPASSWORD"),
         ("MYSQL_PWD=MyEnv5 mysql db", "MyEnv5", "MYSQL_PWD"),
         ("SSHPASS=SpEnv6 sshpass -e ssh h", "SpEnv6", "SSHPASS"),
-        ("env GITHUB_TOKEN=GhEnv7 gh pr list", "GhEnv7", "GITHUB_TOKEN"),
+        (
+            "env GITHUB_TOKEN=GhEnv7 gh pr list",
+            "GhEnv7",
+            "GITHUB_TOKEN",
+        ),
     ] {
         let text = logged(command);
         assert!(!text.contains(secret), "{command:?} -> {text}");
-        assert!(text.contains(&format!("\"env\":[\"{name}\"]")), "{command:?} -> {text}");
+        assert!(
+            text.contains(&format!("\"env\":[\"{name}\"]")),
+            "{command:?} -> {text}"
+        );
     }
 }
 

@@ -45,15 +45,27 @@ fn a_mebibyte_of_any_shape_stays_within_the_budget() {
     const MB: usize = 1 << 20;
     let shapes: Vec<(&str, String)> = vec![
         ("open braces", format!("echo {}", "{".repeat(MB - 5))),
-        ("brace lists", format!("echo {}", "{a,b}".repeat(MB / 5 - 1))),
-        ("sequences", format!("echo {}", "{1..9223372036854775807} ".repeat(MB / 25))),
+        (
+            "brace lists",
+            format!("echo {}", "{a,b}".repeat(MB / 5 - 1)),
+        ),
+        (
+            "sequences",
+            format!("echo {}", "{1..9223372036854775807} ".repeat(MB / 25)),
+        ),
         ("words", format!("echo {}", "a ".repeat(MB / 2 - 3))),
         ("lists", "a;".repeat(MB / 2)),
         ("pipes", format!("{}a", "a|".repeat(MB / 2 - 1))),
         ("a pipeline that errs", format!("echo {}", "a|".repeat(900))),
-        ("substitutions", format!("echo {}", "$(a)".repeat(MB / 4 - 2))),
+        (
+            "substitutions",
+            format!("echo {}", "$(a)".repeat(MB / 4 - 2)),
+        ),
         ("backticks", format!("echo {}", "`a`".repeat(MB / 3 - 2))),
-        ("nested substitutions", format!("echo {}x{}", "$(".repeat(5000), ")".repeat(5000))),
+        (
+            "nested substitutions",
+            format!("echo {}x{}", "$(".repeat(5000), ")".repeat(5000)),
+        ),
         ("subshells", "(a);".repeat(MB / 4)),
         ("keywords", format!("{}a", "time ".repeat(MB / 5))),
         ("functions", "f(){ a; };".repeat(MB / 11)),
@@ -73,7 +85,9 @@ fn a_mebibyte_of_any_shape_stays_within_the_budget() {
             let used = budget.used(r);
             let over = match r {
                 // Charged whole: the amount that was refused is the one recorded.
-                Resource::SourceBytes | Resource::ParsedBytes | Resource::BraceWork
+                Resource::SourceBytes
+                | Resource::ParsedBytes
+                | Resource::BraceWork
                 | Resource::PipeOperators => budget.spent() == Some(r),
                 _ => false,
             };
@@ -86,7 +100,9 @@ fn a_mebibyte_of_any_shape_stays_within_the_budget() {
         if let Some(spent) = budget.spent() {
             assert!(a.class >= CommandClass::ShellComplex, "{name}: {a:?}");
             assert!(
-                a.reasons.iter().any(|r| r.contains("classification budget")),
+                a.reasons
+                    .iter()
+                    .any(|r| r.contains("classification budget")),
                 "{name} spent {spent:?} but does not say so: {:?}",
                 a.reasons
             );
@@ -132,7 +148,11 @@ fn every_limit_when_reached_makes_the_answer_shell_complex() {
         assert!(a.class >= CommandClass::ShellComplex, "{cmd}: {a:?}");
         assert!(a.class >= normal.class, "{cmd}: {a:?}");
         let reason = format!("classification budget of {limit} ");
-        assert!(a.reasons.iter().any(|x| x.contains(&reason)), "{cmd}: {:?}", a.reasons);
+        assert!(
+            a.reasons.iter().any(|x| x.contains(&reason)),
+            "{cmd}: {:?}",
+            a.reasons
+        );
     }
 }
 
@@ -144,10 +164,19 @@ fn nested_shells_spend_the_same_budget() {
     let a = classify(cmd, &budget);
     assert!(budget.spent().is_none(), "{:?}", a.reasons);
     let parsed = budget.used(Resource::ParsedBytes);
-    assert!(parsed > cmd.len() as u64, "only {parsed} bytes charged for {}", cmd.len());
+    assert!(
+        parsed > cmd.len() as u64,
+        "only {parsed} bytes charged for {}",
+        cmd.len()
+    );
     let tight = Budget::new(BudgetLimits::DEFAULT.with(Resource::ParsedBytes, cmd.len() as u64));
     let b = classify(cmd, &tight);
-    assert_eq!(tight.spent(), Some(Resource::ParsedBytes), "{:?}", b.reasons);
+    assert_eq!(
+        tight.spent(),
+        Some(Resource::ParsedBytes),
+        "{:?}",
+        b.reasons
+    );
     assert!(b.class >= CommandClass::ShellComplex);
 }
 

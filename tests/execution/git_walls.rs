@@ -29,9 +29,22 @@ fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
     git(&ws, &["add", "a.txt"]);
     git(
         &ws,
-        &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "one",
+        ],
     );
-    for d in [".git/modules/lib/objects", ".git/modules/lib/refs", ".git/worktrees/w"] {
+    for d in [
+        ".git/modules/lib/objects",
+        ".git/modules/lib/refs",
+        ".git/worktrees/w",
+    ] {
         std::fs::create_dir_all(ws.join(d)).unwrap();
     }
     std::fs::write(ws.join(".git/modules/lib/HEAD"), "ref: refs/heads/main\n").unwrap();
@@ -45,15 +58,32 @@ async fn every_control_file_of_the_repository_stays_read_only() {
     let (_d, ws) = repository();
     let r = runner(&ws);
     // Positive control: git itself still works in the writable sandbox.
-    let ok = run(&r, writable(), "git status --porcelain && git log --oneline | wc -l").await;
+    let ok = run(
+        &r,
+        writable(),
+        "git status --porcelain && git log --oneline | wc -l",
+    )
+    .await;
     assert_eq!(ok.status, ToolStatus::Ok, "{ok:?}");
     assert!(ok.stdout.trim_end().ends_with('1'), "{ok:?}");
     for (file, trick) in [
         (".git/info/exclude", "echo x >> .git/info/exclude"),
-        (".git/info/attributes", "echo '* filter=x' > .git/info/attributes"),
-        (".git/modules/lib/config", "echo '[core] fsmonitor = ./x' >> .git/modules/lib/config"),
-        (".git/worktrees/w/gitdir", "echo /tmp/evil > .git/worktrees/w/gitdir"),
-        (".git/config.worktree", "echo '[core] hooksPath = .' > .git/config.worktree"),
+        (
+            ".git/info/attributes",
+            "echo '* filter=x' > .git/info/attributes",
+        ),
+        (
+            ".git/modules/lib/config",
+            "echo '[core] fsmonitor = ./x' >> .git/modules/lib/config",
+        ),
+        (
+            ".git/worktrees/w/gitdir",
+            "echo /tmp/evil > .git/worktrees/w/gitdir",
+        ),
+        (
+            ".git/config.worktree",
+            "echo '[core] hooksPath = .' > .git/config.worktree",
+        ),
     ] {
         let before = std::fs::read(ws.join(file)).ok();
         let res = run(&r, writable(), trick).await;
@@ -68,13 +98,21 @@ async fn every_control_file_of_the_repository_stays_read_only() {
 async fn a_commondir_a_command_creates_is_removed_and_the_run_fails() {
     let (_d, ws) = repository();
     let r = runner(&ws);
-    let res = run(&r, writable(), "mkdir -p evil && echo ../evil > .git/commondir && echo done").await;
+    let res = run(
+        &r,
+        writable(),
+        "mkdir -p evil && echo ../evil > .git/commondir && echo done",
+    )
+    .await;
     // The command itself ran (positive control) ...
     assert!(res.stdout.contains("done"), "{res:?}");
     // ... and its redirect of the repository was taken back.
     assert_eq!(res.status, ToolStatus::Failed, "{res:?}");
     assert!(
-        res.reason.as_deref().unwrap_or("").contains(".git/commondir"),
+        res.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains(".git/commondir"),
         "{res:?}"
     );
     assert!(!ws.join(".git/commondir").exists());
@@ -84,7 +122,10 @@ async fn a_commondir_a_command_creates_is_removed_and_the_run_fails() {
     std::fs::write(ws.join(".git/commondir"), ".\n").unwrap();
     let res = run(&r, writable(), "echo ../evil > .git/commondir").await;
     assert_ne!(res.exit_code, Some(0), "{res:?}");
-    assert_eq!(std::fs::read_to_string(ws.join(".git/commondir")).unwrap(), ".\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/commondir")).unwrap(),
+        ".\n"
+    );
 }
 
 #[tokio::test]
@@ -97,7 +138,12 @@ async fn git_in_the_sandbox_refuses_a_folder_laid_out_as_a_bare_repository() {
     assert_ne!(res.exit_code, Some(0), "{res:?}");
     assert!(res.stderr.contains("bare repository"), "{res:?}");
     // Positive control: the same repository is used once git is told to use it.
-    let res = run(&r, read_only(), "git --git-dir=sub rev-parse --is-bare-repository").await;
+    let res = run(
+        &r,
+        read_only(),
+        "git --git-dir=sub rev-parse --is-bare-repository",
+    )
+    .await;
     assert_eq!(res.stdout.trim(), "true", "{res:?}");
 }
 
@@ -112,10 +158,18 @@ async fn a_hard_linked_file_stays_read_only_in_a_writable_sandbox() {
     std::fs::hard_link(&outside, ws.join("linked.txt")).unwrap();
     std::fs::write(ws.join("own.txt"), "own\n").unwrap();
     let r = runner(&ws);
-    let res = run(&r, writable(), "cat linked.txt && echo x >> own.txt && echo more >> linked.txt").await;
+    let res = run(
+        &r,
+        writable(),
+        "cat linked.txt && echo x >> own.txt && echo more >> linked.txt",
+    )
+    .await;
     // Positive control: the command ran, read the file and wrote the workspace.
     assert!(res.stdout.contains("outside"), "{res:?}");
-    assert_eq!(std::fs::read_to_string(ws.join("own.txt")).unwrap(), "own\nx\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("own.txt")).unwrap(),
+        "own\nx\n"
+    );
     assert_ne!(res.exit_code, Some(0), "{res:?}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "outside\n");
 }

@@ -44,7 +44,11 @@ fn marked_processes(tokens: &BTreeSet<String>) -> Vec<i32> {
         };
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
-            .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().starts_with('Z')))
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .map(|r| r.trim_start().starts_with('Z'))
+            })
             .unwrap_or(true);
         if tokens.contains(token) && !zombie {
             found.push(pid);
@@ -54,7 +58,11 @@ fn marked_processes(tokens: &BTreeSet<String>) -> Vec<i32> {
 }
 
 fn sigkill(child: &std::process::Child) {
-    let fd = pidfd_open(Pid::from_raw(child.id() as i32).unwrap(), PidfdFlags::empty()).unwrap();
+    let fd = pidfd_open(
+        Pid::from_raw(child.id() as i32).unwrap(),
+        PidfdFlags::empty(),
+    )
+    .unwrap();
     pidfd_send_signal(&fd, Signal::KILL).unwrap();
 }
 
@@ -70,7 +78,9 @@ fn spears_killed_at_random_moments_leave_no_sandbox_behind() {
     let mut seen = BTreeSet::new();
     let mut orphans = 0;
     for i in 0..30u64 {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let delay = Duration::from_micros(i * 3000 + (seed >> 40) % 3000);
         let child = std::process::Command::new(spear_bin())
             .current_dir(&ws)

@@ -45,12 +45,20 @@ fn router(f: &Fixture, spec: ToolSpec, handler: Forgetful) -> ToolRouter {
     let mut registry = ToolRegistry::new();
     registry.register(spec, Arc::new(handler)).unwrap();
     let audit = Arc::new(AuditLogger::open_in(&f.state, &f.project).unwrap());
-    ToolRouter::new(registry, Arc::new(f.host(Box::new(Recorder::default()), HostConfig::default())))
-        .with_observer(Arc::new(AuditObserver::new(audit, "test")))
+    ToolRouter::new(
+        registry,
+        Arc::new(f.host(Box::new(Recorder::default()), HostConfig::default())),
+    )
+    .with_observer(Arc::new(AuditObserver::new(audit, "test")))
 }
 
 fn spec() -> ToolSpec {
-    ToolSpec::new("forgetful", "changes things", json!({"type": "object"}), Surface::Coding)
+    ToolSpec::new(
+        "forgetful",
+        "changes things",
+        json!({"type": "object"}),
+        Surface::Coding,
+    )
 }
 
 #[test]
@@ -58,8 +66,16 @@ fn a_mutating_tool_without_declared_modes_never_runs_in_safe() {
     let f = Fixture::new();
     let ran = Forgetful::default();
     let r = router(&f, spec(), ran.clone());
-    let env = call(&r, &mut turn(&r, ExecutionMode::Safe), "forgetful", json!({}));
-    assert_eq!((env.status, env.gate), (ToolStatus::Denied, Some(Gate::ExecutionModes)));
+    let env = call(
+        &r,
+        &mut turn(&r, ExecutionMode::Safe),
+        "forgetful",
+        json!({}),
+    );
+    assert_eq!(
+        (env.status, env.gate),
+        (ToolStatus::Denied, Some(Gate::ExecutionModes))
+    );
     assert!(ran.0.lock().unwrap().is_empty());
 }
 
@@ -70,16 +86,39 @@ fn a_mutating_tool_whose_plan_names_nothing_still_needs_the_write_grant() {
     // Declared to run everywhere: the mode's capabilities must still decide.
     let all = spec().modes(&ExecutionMode::ALL);
     let r = router(&f, all, ran.clone());
-    let env = call(&r, &mut turn(&r, ExecutionMode::Safe), "forgetful", json!({}));
-    assert_eq!((env.status, env.gate), (ToolStatus::Denied, Some(Gate::Authorization)), "{env:?}");
+    let env = call(
+        &r,
+        &mut turn(&r, ExecutionMode::Safe),
+        "forgetful",
+        json!({}),
+    );
+    assert_eq!(
+        (env.status, env.gate),
+        (ToolStatus::Denied, Some(Gate::Authorization)),
+        "{env:?}"
+    );
     // ASK asks: a person who says no stops it.
     let no = ScriptedApprover::new(ApprovalDecision::Deny(None));
-    let env = call(&r, &mut turn_with(&r, ExecutionMode::Ask, no.clone()), "forgetful", json!({}));
+    let env = call(
+        &r,
+        &mut turn_with(&r, ExecutionMode::Ask, no.clone()),
+        "forgetful",
+        json!({}),
+    );
     assert_eq!(env.status, ToolStatus::Denied, "{env:?}");
-    assert_eq!(no.asked.lock().unwrap().len(), 1, "the person was not asked");
+    assert_eq!(
+        no.asked.lock().unwrap().len(),
+        1,
+        "the person was not asked"
+    );
     assert!(ran.0.lock().unwrap().is_empty());
     // AUTO grants it, with the write capability in its profile.
-    let env = call(&r, &mut turn(&r, ExecutionMode::Auto), "forgetful", json!({}));
+    let env = call(
+        &r,
+        &mut turn(&r, ExecutionMode::Auto),
+        "forgetful",
+        json!({}),
+    );
     assert_eq!(env.status, ToolStatus::Ok, "{env:?}");
     assert_eq!(*ran.0.lock().unwrap(), vec![true]);
 }

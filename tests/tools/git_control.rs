@@ -123,7 +123,12 @@ fn delete_file_never_removes_a_hook_a_config_or_the_git_directory() {
     assert!(f.project.join("bare/config").is_file());
     // Positive control: an ordinary file is deleted.
     let mut t = turn(&router, ExecutionMode::Auto);
-    let env = call(&router, &mut t, "delete_file", json!({"path": "src/main.rs"}));
+    let env = call(
+        &router,
+        &mut t,
+        "delete_file",
+        json!({"path": "src/main.rs"}),
+    );
     assert_eq!(env.status, ToolStatus::Ok, "{env:?}");
     assert!(!f.project.join("src/main.rs").exists());
 }
@@ -147,7 +152,12 @@ fn a_terminal_command_that_writes_a_control_file_is_refused_before_it_runs() {
     assert!(rec.ran.lock().unwrap().is_empty(), "a refused command ran");
     // Positive control: an ordinary write is run.
     let mut t = turn(&router, ExecutionMode::Auto);
-    let env = call(&router, &mut t, "terminal", json!({"command": "echo x > notes.txt"}));
+    let env = call(
+        &router,
+        &mut t,
+        "terminal",
+        json!({"command": "echo x > notes.txt"}),
+    );
     assert_eq!(env.status, ToolStatus::Ok, "{env:?}");
     assert_eq!(rec.ran.lock().unwrap().len(), 1);
 }

@@ -100,8 +100,11 @@ fn writes_are_reachable_only_through_the_routers_gates() {
             if code.contains("GatedPath {") && !path.ends_with("src/tools/gates.rs") {
                 bad.push(at.clone());
             }
-            let host_or_gates = path.ends_with("src/tools/host.rs") || path.ends_with("src/tools/gates.rs");
-            let resolves_for_write = code.replace("TargetAccess::Write", "").contains("Access::Write");
+            let host_or_gates =
+                path.ends_with("src/tools/host.rs") || path.ends_with("src/tools/gates.rs");
+            let resolves_for_write = code
+                .replace("TargetAccess::Write", "")
+                .contains("Access::Write");
             if resolves_for_write && !host_or_gates {
                 bad.push(at.clone());
             }
@@ -112,9 +115,15 @@ fn writes_are_reachable_only_through_the_routers_gates() {
             }
         }
     }
-    assert!(bad.is_empty(), "a write path around the gates:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "a write path around the gates:\n{}",
+        bad.join("\n")
+    );
     // The host's own write operations take a gated path, not a bare WorkspacePath.
-    let host = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools/host.rs")).unwrap();
+    let host =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools/host.rs"))
+            .unwrap();
     assert!(host.contains("pub fn write_atomic(&self, p: &GatedPath"));
     assert!(host.contains("pub fn delete(&self, p: &GatedPath"));
 }

@@ -295,23 +295,20 @@ fn readme_session() {
             arguments: json!({"command": "git commit -am 'Say Spear'"}),
         },
     );
-    agent(
-        &mut app,
-        {
-            // As the classifier reports this command (`spear classify`).
-            let mut ask = approval(
-                "c2",
-                "git commit -am 'Say Spear'",
-                "WORKSPACE_MUTATING",
-                &[],
-                false,
-            );
-            if let AgentEvent::ApprovalRequested { reasons, .. } = &mut ask {
-                *reasons = vec!["`git commit` changes the repository or the working tree".into()];
-            }
-            ask
-        },
-    );
+    agent(&mut app, {
+        // As the classifier reports this command (`spear classify`).
+        let mut ask = approval(
+            "c2",
+            "git commit -am 'Say Spear'",
+            "WORKSPACE_MUTATING",
+            &[],
+            false,
+        );
+        if let AgentEvent::ApprovalRequested { reasons, .. } = &mut ask {
+            *reasons = vec!["`git commit` changes the repository or the working tree".into()];
+        }
+        ask
+    });
     insta::assert_snapshot!(render(&app, 100, 34));
 }
 

@@ -10,8 +10,8 @@ use toml::Spanned;
 
 use super::file::{ConfigFile, place, place_of_table};
 use super::{
-    ConfigError, HarnessSettings, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, OPENAI_BASE_URL,
-    ProviderConfig, Settings,
+    ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings,
+    OPENAI_BASE_URL, ProviderConfig, Settings,
 };
 use crate::harness::netns::IpPrefix;
 use crate::harness::primitives::ExecutionMode;
@@ -135,7 +135,10 @@ pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSett
             Err(e) => {
                 return Err(bad(
                     &entry.span(),
-                    format!("`{}` is not an IP address or CIDR prefix: {e}", entry.get_ref()),
+                    format!(
+                        "`{}` is not an IP address or CIDR prefix: {e}",
+                        entry.get_ref()
+                    ),
                     "write addresses like \"192.168.1.10\" or prefixes like \"10.1.0.0/16\"",
                 ));
             }
@@ -143,8 +146,16 @@ pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSett
     }
     let mut limits = StoreLimits::default();
     for (value, key, slot) in [
-        (&file.results.max_result_bytes, "max_result_bytes", &mut limits.per_result_bytes),
-        (&file.results.budget_bytes, "budget_bytes", &mut limits.total_bytes),
+        (
+            &file.results.max_result_bytes,
+            "max_result_bytes",
+            &mut limits.per_result_bytes,
+        ),
+        (
+            &file.results.budget_bytes,
+            "budget_bytes",
+            &mut limits.total_bytes,
+        ),
     ] {
         if let Some(v) = value {
             if *v.get_ref() == 0 {

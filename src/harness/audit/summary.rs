@@ -126,7 +126,10 @@ impl Summarizer<'_> {
     /// Remove a word and the blanks after it (the rest of the text is kept byte for byte).
     fn remove(&mut self, span: Range<usize>) {
         let rest = &self.src.as_bytes()[span.end..];
-        let blanks = rest.iter().take_while(|b| matches!(b, b' ' | b'\t')).count();
+        let blanks = rest
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
         self.replacements
             .push((span.start..span.end + blanks, String::new()));
     }
@@ -343,7 +346,10 @@ mod tests {
         );
         assert_eq!(summary("bash -ec \"ls\""), "bash -ec [program: 4 bytes]");
         assert_eq!(summary("sh script.sh -c x"), "sh script.sh -c x");
-        assert_eq!(summary("perl -ne 'print' f"), "perl -ne [program: 7 bytes] f");
+        assert_eq!(
+            summary("perl -ne 'print' f"),
+            "perl -ne [program: 7 bytes] f"
+        );
         assert_eq!(
             summary("awk -F: '{print $1}' /etc/passwd"),
             "awk -F: [program: 12 bytes] /etc/passwd"
@@ -358,7 +364,10 @@ mod tests {
             summary("sudo -u x timeout 5 bash -c 'id' | cat"),
             "sudo -u x timeout 5 bash -c [program: 4 bytes] | cat"
         );
-        assert_eq!(summary("eval \"$x\" y"), "eval [program: 4 bytes] [program: 1 bytes]");
+        assert_eq!(
+            summary("eval \"$x\" y"),
+            "eval [program: 4 bytes] [program: 1 bytes]"
+        );
     }
 
     #[test]

@@ -121,7 +121,17 @@ fn operator(b: &[u8], i: usize) -> (Kind, usize) {
     if starts(b"<<") {
         return (Kind::HereDoc, i + 2);
     }
-    for op in [&b"&>>"[..], b"&>", b">>", b">|", b"<>", b">&", b"<&", b">", b"<"] {
+    for op in [
+        &b"&>>"[..],
+        b"&>",
+        b">>",
+        b">|",
+        b"<>",
+        b">&",
+        b"<&",
+        b">",
+        b"<",
+    ] {
         if starts(op) {
             let mut end = i + op.len();
             // `>&2`, `<&-`: the descriptor belongs to the operator.
@@ -134,7 +144,19 @@ fn operator(b: &[u8], i: usize) -> (Kind, usize) {
             return (Kind::Redirect, end);
         }
     }
-    for op in [&b"&&"[..], b"||", b";;&", b";;", b";&", b"|&", b"|", b";", b"&", b"(", b")"] {
+    for op in [
+        &b"&&"[..],
+        b"||",
+        b";;&",
+        b";;",
+        b";&",
+        b"|&",
+        b"|",
+        b";",
+        b"&",
+        b"(",
+        b")",
+    ] {
         if starts(op) {
             return (Kind::Control, i + op.len());
         }

@@ -143,7 +143,12 @@ impl Entry {
             optional_attached: &self.optional_attached,
         };
         std::iter::once(own)
-            .chain(self.sets.iter().filter_map(|n| sets.get(n)).map(OptionSet::view))
+            .chain(
+                self.sets
+                    .iter()
+                    .filter_map(|n| sets.get(n))
+                    .map(OptionSet::view),
+            )
             .collect()
     }
 
@@ -233,7 +238,9 @@ impl Entry {
             }
         }
         if let Some(req) = &self.require_one_of
-            && !req.iter().any(|r| parsed.options.iter().any(|o| &o.name == r))
+            && !req
+                .iter()
+                .any(|r| parsed.options.iter().any(|o| &o.name == r))
         {
             return Err(format!(
                 "`{name}` is read-only only with one of {}",
@@ -390,8 +397,8 @@ fn run_check(check: &str, name: &str, args: &[Word], parsed: &Parsed) -> Result<
 
 /// `test`'s binary operators.
 const TEST_BINARY: &[&str] = &[
-    "=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-ef", "-nt", "-ot",
-    "-a", "-o",
+    "=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-ef", "-nt", "-ot", "-a",
+    "-o",
 ];
 
 /// The words of a `test` or `[`: `-v NAME` and `-R NAME` evaluate an array subscript in NAME,

@@ -623,7 +623,10 @@ impl Cx<'_> {
         );
         let who = format!("`{key}`");
         let modes = match key {
-            "install" => ["-m", "--mode"].iter().flat_map(|o| parsed.values_of(o)).collect(),
+            "install" => ["-m", "--mode"]
+                .iter()
+                .flat_map(|o| parsed.values_of(o))
+                .collect(),
             "rsync" => parsed.values_of("--chmod").collect(),
             _ => Vec::new(),
         };
@@ -980,7 +983,9 @@ fn service_change<'a>(key: &str, args: &'a [Word]) -> Option<&'a str> {
         "service" => operands().nth(1),
         _ => None,
     }?;
-    CHANGES.contains(&sub.value.as_str()).then_some(sub.value.as_str())
+    CHANGES
+        .contains(&sub.value.as_str())
+        .then_some(sub.value.as_str())
 }
 
 /// Why a container started by `docker`/`podman` reaches the host: privileged, extra
@@ -999,7 +1004,15 @@ fn container_with_host_access(key: &str, args: &[Word]) -> Option<String> {
     if !["run", "create", "exec"].contains(&sub) {
         return None;
     }
-    let host_namespace = ["--pid", "--ipc", "--uts", "--userns", "--net", "--network", "--cgroupns"];
+    let host_namespace = [
+        "--pid",
+        "--ipc",
+        "--uts",
+        "--userns",
+        "--net",
+        "--network",
+        "--cgroupns",
+    ];
     for (i, a) in args.iter().enumerate() {
         let v = a.value.as_str();
         let (name, attached) = match v.split_once('=') {

@@ -23,8 +23,8 @@ pub use authorize::{
 };
 pub use classify::MAX_NESTED_SCRIPTS;
 // The audit summary leaves out the same inline programs the classifier reads.
-pub(crate) use tables::{SHELLS, interpreter};
 pub use profile::{ExecutionProfile, NotImplemented};
+pub(crate) use tables::{SHELLS, interpreter};
 
 use std::path::PathBuf;
 

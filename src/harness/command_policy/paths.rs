@@ -169,4 +169,3 @@ mod tests {
         assert_eq!(scope(&lit("/usr/../etc"), None), Scope::System);
     }
 }
-

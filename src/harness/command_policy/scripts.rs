@@ -332,7 +332,10 @@ pub(crate) fn deletes(code: &str) -> bool {
 pub(crate) fn runs_stdin(code: &str) -> bool {
     static EVAL: OnceLock<Option<Regex>> = OnceLock::new();
     static STDIN: OnceLock<Option<Regex>> = OnceLock::new();
-    let eval = regex(&EVAL, r"\b(exec|eval|compile|execfile|Function|instance_eval)\b");
+    let eval = regex(
+        &EVAL,
+        r"\b(exec|eval|compile|execfile|Function|instance_eval)\b",
+    );
     let stdin = regex(
         &STDIN,
         r"stdin|STDIN|<>|readFileSync\(\s*0|/dev/stdin|/dev/fd/0|\bARGF\b|\binput\(\)",

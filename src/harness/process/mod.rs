@@ -352,8 +352,7 @@ pub fn kill_checked(
     is_it: impl Fn() -> bool,
     limit: Duration,
 ) -> Result<bool, ProcessError> {
-    let Some(fd) = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok())
-    else {
+    let Some(fd) = Pid::from_raw(pid).and_then(|p| pidfd_open(p, PidfdFlags::empty()).ok()) else {
         return Ok(false);
     };
     if !is_it() || !is_alive(&fd) {

@@ -143,7 +143,9 @@ impl SandboxLedger {
             if !is_token(token) {
                 continue;
             }
-            let owner = fs::read_to_string(e.path()).ok().and_then(|t| Owner::parse(&t));
+            let owner = fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| Owner::parse(&t));
             match owner {
                 // Another PID namespace's PIDs mean other processes here: not ours to judge.
                 Some(o) if o.pid_ns != me.pid_ns || o.is_alive() => continue,
@@ -226,7 +228,8 @@ pub fn end_marked(marker: &OsStr) -> Result<usize, ProcessError> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        let ours = || argv0(pid).as_deref() == Some(marker.as_bytes()) && real_uid(pid) == Some(uid);
+        let ours =
+            || argv0(pid).as_deref() == Some(marker.as_bytes()) && real_uid(pid) == Some(uid);
         if !ours() {
             continue;
         }
@@ -285,7 +288,9 @@ fn older_than(p: &Path, age: Duration) -> bool {
 }
 
 fn is_token(s: &str) -> bool {
-    s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    s.len() == 32
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn random_token() -> std::io::Result<String> {
@@ -293,13 +298,8 @@ fn random_token() -> std::io::Result<String> {
     let mut filled = 0;
     while filled < buf.len() {
         // SAFETY: getrandom writes at most `buf.len() - filled` bytes into the rest of `buf`.
-        let n = unsafe {
-            libc::getrandom(
-                buf[filled..].as_mut_ptr().cast(),
-                buf.len() - filled,
-                0,
-            )
-        };
+        let n =
+            unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -321,7 +321,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let ledger = SandboxLedger::open(&d.path().join("l")).unwrap();
         let mut e = ledger.record().unwrap();
-        let token = e.marker().to_str().unwrap().strip_prefix(MARKER_PREFIX).unwrap();
+        let token = e
+            .marker()
+            .to_str()
+            .unwrap()
+            .strip_prefix(MARKER_PREFIX)
+            .unwrap();
         assert!(is_token(token));
         let text = fs::read_to_string(d.path().join("l").join(token)).unwrap();
         assert_eq!(Owner::parse(&text), Owner::me());
@@ -395,8 +400,14 @@ mod tests {
             }
         }
         assert_eq!(end_marked(OsStr::new(&marker)).unwrap(), 1);
-        assert!(marked.wait().unwrap().code().is_none(), "killed by a signal");
-        assert!(unmarked.try_wait().unwrap().is_none(), "another marker's process was touched");
+        assert!(
+            marked.wait().unwrap().code().is_none(),
+            "killed by a signal"
+        );
+        assert!(
+            unmarked.try_wait().unwrap().is_none(),
+            "another marker's process was touched"
+        );
         assert_eq!(end_marked(OsStr::new(&other)).unwrap(), 1);
         unmarked.wait().unwrap();
     }

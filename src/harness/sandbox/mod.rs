@@ -399,7 +399,9 @@ impl BubblewrapSandbox {
             None => LedgerEntry::unrecorded(),
         }
         .map_err(|e| {
-            SandboxError::Unavailable(format!("cannot record the launch in the sandbox ledger: {e}"))
+            SandboxError::Unavailable(format!(
+                "cannot record the launch in the sandbox ledger: {e}"
+            ))
         })?;
         Ok(Running::spawn(
             &program,

@@ -150,7 +150,14 @@ pub const UNPLACEABLE_GIT_CONTROLS: &[&str] = &[".git/commondir"];
 /// an existing `.git/commondir`, relative to the workspace: each names a config or hooks git
 /// reads, so each is bound read-only. Bounded: at most 256 submodule directories are looked at.
 pub fn existing_git_controls(workspace: &Path) -> Vec<PathBuf> {
-    const NAMES: &[&str] = &["config", "hooks", "info", "commondir", "gitdir", "config.worktree"];
+    const NAMES: &[&str] = &[
+        "config",
+        "hooks",
+        "info",
+        "commondir",
+        "gitdir",
+        "config.worktree",
+    ];
     let git = Path::new(".git");
     let mut out: Vec<PathBuf> = UNPLACEABLE_GIT_CONTROLS
         .iter()
@@ -184,7 +191,11 @@ pub fn existing_git_controls(workspace: &Path) -> Vec<PathBuf> {
         }
     }
     if let Ok(entries) = std::fs::read_dir(workspace.join(git).join("worktrees")) {
-        dirs.extend(entries.flatten().map(|e| git.join("worktrees").join(e.file_name())));
+        dirs.extend(
+            entries
+                .flatten()
+                .map(|e| git.join("worktrees").join(e.file_name())),
+        );
     }
     for d in dirs {
         for n in NAMES {

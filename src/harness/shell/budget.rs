@@ -184,9 +184,15 @@ mod tests {
         assert!(b.spent().is_none());
         assert!(!b.charge(Resource::Nodes, 1));
         assert_eq!(b.spent(), Some(Resource::Nodes));
-        assert!(!b.charge(Resource::ParsedBytes, 1), "every later charge is refused");
+        assert!(
+            !b.charge(Resource::ParsedBytes, 1),
+            "every later charge is refused"
+        );
         assert_eq!(b.remaining(Resource::ParsedBytes), 0);
         let reason = b.reason().unwrap_or_default();
-        assert!(reason.contains("classification budget of 3 syntax nodes"), "{reason}");
+        assert!(
+            reason.contains("classification budget of 3 syntax nodes"),
+            "{reason}"
+        );
     }
 }

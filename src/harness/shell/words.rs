@@ -329,7 +329,12 @@ fn integer_sequence(a: i64, b: i64, step: u64) -> Option<Vec<Vec<char>>> {
     // i128 products neither overflow nor leave the i64 range.
     Some(
         (0..count)
-            .map(|k| (i128::from(a) + stride * k as i128).to_string().chars().collect())
+            .map(|k| {
+                (i128::from(a) + stride * k as i128)
+                    .to_string()
+                    .chars()
+                    .collect()
+            })
             .collect(),
     )
 }

@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::tools::gates::GatedPath;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
 use crate::tools::coding::write_file::{current, fs_failure, reported};
+use crate::tools::gates::GatedPath;
 use crate::tools::handler::{
     Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
     invalid_arguments,

@@ -179,7 +179,9 @@ fn read_workspace(host: &SpearHost, p: &WorkspacePath, w: Window) -> ToolResult 
     };
     let meta = file.metadata().ok();
     let size = meta.as_ref().map_or(0, |m| m.len());
-    let links = meta.as_ref().map_or(1, std::os::unix::fs::MetadataExt::nlink);
+    let links = meta
+        .as_ref()
+        .map_or(1, std::os::unix::fs::MetadataExt::nlink);
     let mut r = BufReader::with_capacity(64 * 1024, file);
     let head = match r.fill_buf() {
         Ok(b) => b[..b.len().min(8192)].to_vec(),

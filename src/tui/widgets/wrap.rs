@@ -48,7 +48,10 @@ fn styled(chars: &[(char, Style, usize)], line_style: Style) -> Line<'static> {
     let mut style: Option<Style> = None;
     for (c, s, _) in chars {
         if style.is_some_and(|st| st != *s) {
-            spans.push(Span::styled(std::mem::take(&mut text), style.unwrap_or_default()));
+            spans.push(Span::styled(
+                std::mem::take(&mut text),
+                style.unwrap_or_default(),
+            ));
         }
         style = Some(*s);
         text.push(*c);
@@ -92,14 +95,20 @@ mod tests {
         }
         // No word is cut when it fits on a line of its own.
         for word in text.split(' ') {
-            assert!(lines.iter().any(|l| l.to_string().contains(word)), "{word} was cut");
+            assert!(
+                lines.iter().any(|l| l.to_string().contains(word)),
+                "{word} was cut"
+            );
         }
     }
 
     #[test]
     fn styles_survive_a_break_inside_a_span() {
         let bold = Style::default().add_modifier(ratatui::style::Modifier::BOLD);
-        let line = Line::from(vec![Span::raw("plain "), Span::styled("bold words here", bold)]);
+        let line = Line::from(vec![
+            Span::raw("plain "),
+            Span::styled("bold words here", bold),
+        ]);
         let lines = wrap_line(line, 11);
         assert_eq!(lines.len(), 2);
         let spans: Vec<(String, Style)> = lines
