@@ -54,6 +54,8 @@ pub struct ToolRouter {
 struct Trace<'a> {
     tool: &'a RegisteredTool,
     call: &'a ToolCall,
+    /// When the call began, and again once it was authorized: the recorded duration is the
+    /// action's, not the time a person took to answer a confirmation.
     started: Instant,
     target: Option<String>,
     is_command: bool,
@@ -261,6 +263,7 @@ impl ToolRouter {
             None => (ExecutionProfile::read_only(), Decision::Allowed),
             Some(a) => self.authorize(turn, &a)?,
         };
+        trace.started = Instant::now();
         let ctx = RunContext {
             call_id: &call.id,
             paths: &paths,

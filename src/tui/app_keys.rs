@@ -117,6 +117,10 @@ impl App {
                         .insert((c.view.command.clone(), c.view.class.clone()));
                 }
                 self.confirm = None;
+                // The cell's clock measures the call, not the time the dialog was open.
+                if let Some((t, _)) = self.cells.tool_mut(&d.call_id) {
+                    t.started = at;
+                }
                 fx.push(Effect::Answer {
                     call_id: d.call_id,
                     decision: d.decision,

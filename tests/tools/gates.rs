@@ -459,3 +459,30 @@ fn search_is_gitignore_aware_and_bounded() {
         (ToolStatus::Failed, Some(Gate::Schema))
     );
 }
+
+/// The person takes their time to answer; the audit records the call's duration, not theirs.
+struct SlowYes;
+
+impl spear::harness::command_policy::Approver for SlowYes {
+    fn approve(&self, _: &spear::harness::command_policy::ApprovalRequest) -> ApprovalDecision {
+        std::thread::sleep(Duration::from_millis(600));
+        ApprovalDecision::Approve
+    }
+}
+
+#[test]
+fn the_audited_duration_leaves_out_the_time_a_confirmation_waited() {
+    let f = Fixture::new();
+    let r = f.router(Box::new(Recorder::default()));
+    let env = call(
+        &r,
+        &mut turn_with(&r, Ask, Arc::new(SlowYes)),
+        "terminal",
+        json!({"command": "touch x"}),
+    );
+    assert_eq!(env.status, ToolStatus::Ok, "{env:?}");
+    let rec = f.audit().into_iter().last().unwrap();
+    assert_eq!(rec.decision, Decision::Approved);
+    let ms = rec.duration_ms.unwrap();
+    assert!(ms < 600, "the 600 ms the person took was counted: {ms} ms");
+}

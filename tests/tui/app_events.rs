@@ -410,3 +410,34 @@ fn slash_model_gives_a_session_without_a_model_one() {
         vec![Effect::Submit("hello".into())]
     );
 }
+
+#[test]
+fn a_cells_duration_is_the_calls_not_the_time_the_dialog_was_open() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    app.update(Event::Tick(t0));
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "terminal".into(),
+            arguments: serde_json::json!({"command": "touch x"}),
+        },
+    );
+    agent(
+        &mut app,
+        approval("c1", "touch x", "WORKSPACE_MUTATING", &["x"], false),
+    );
+    // The person reads for five seconds, then allows it; the command takes 0.2 s.
+    press(&mut app, key(KeyCode::Char('y')), ms(t0, 5_000));
+    app.update(Event::Tick(ms(t0, 5_200)));
+    agent(
+        &mut app,
+        AgentEvent::ToolCallFinished {
+            call_id: "c1".into(),
+            envelope: envelope("c1", "terminal", ok_output("", 0), None),
+        },
+    );
+    let d = app.cells.tool("c1").unwrap().duration.unwrap();
+    assert!(d <= std::time::Duration::from_millis(300), "{d:?}");
+}
