@@ -86,26 +86,30 @@ pub struct SweepReport {
 #[derive(Debug, Clone)]
 pub struct SandboxLedger {
     dir: PathBuf,
+    /// This process, read once: every launch records it.
+    me: Owner,
 }
 
 impl SandboxLedger {
     /// The ledger in `dir`, created private to this user.
     pub fn open(dir: &Path) -> std::io::Result<SandboxLedger> {
+        let me = Owner::me().ok_or_else(|| {
+            std::io::Error::other("cannot read this process's start time or PID namespace")
+        })?;
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
         Ok(SandboxLedger {
             dir: dir.to_path_buf(),
+            me,
         })
     }
 
     /// Record a launch about to be spawned. The entry is complete (written, then renamed into
     /// place) before this returns, so a launch is never spawned without one.
     pub fn record(&self) -> std::io::Result<LedgerEntry> {
-        let owner = Owner::me().ok_or_else(|| {
-            std::io::Error::other("cannot read this process's start time or PID namespace")
-        })?;
+        let owner = self.me;
         let token = random_token()?;
         let path = self.dir.join(&token);
         let tmp = self.dir.join(format!("{token}.tmp"));
@@ -127,9 +131,7 @@ impl SandboxLedger {
     /// End what sandboxes of dead Spears left behind, and forget their entries.
     pub fn sweep(&self) -> SweepReport {
         let mut report = SweepReport::default();
-        let Some(me) = Owner::me() else {
-            return report;
-        };
+        let me = self.me;
         let Ok(entries) = fs::read_dir(&self.dir) else {
             return report;
         };
