@@ -20,6 +20,9 @@ mod discipline;
 #[path = "execution/limits.rs"]
 mod limits;
 
+#[path = "execution/process_cap.rs"]
+mod process_cap;
+
 #[path = "execution/network.rs"]
 mod network;
 

@@ -10,7 +10,6 @@ use serde::Serialize;
 use spear::harness::command_policy::ExecutionProfile;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::process::NullSink;
-use spear::harness::process::pid_max_is_namespaced;
 use spear::harness::resource_control::{SystemdScopeRunner, rlimit_mechanism};
 use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::sandbox::PreflightFailure;
@@ -178,22 +177,21 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 )
             }),
     ));
-    let root = rustix::process::geteuid().is_root();
     checks.push(check(
         "process_cap",
-        root,
-        if pid_max_is_namespaced() {
-            Ok("pid_max per PID namespace (Linux >= 6.14): the process limit counts the sandbox only".into())
-        } else if root {
-            Err((
+        true,
+        match runner.process_cap() {
+            Ok(Some(cap)) => Ok(cap.describe()),
+            Ok(None) => Ok("no process limit is configured ([limits] processes)".into()),
+            Err(e) => Err((
                 Verdict::Missing,
-                "RLIMIT_NPROC does not bind root and this kernel cannot cap a PID namespace".into(),
-                "run Spear as an ordinary user, or on Linux 6.14 or later".into(),
-            ))
-        } else {
-            Ok("RLIMIT_NPROC (counts every process of this user)".into())
+                e,
+                "see the reason: each option named there works".into(),
+            )),
         },
     ));
+    checks.push(check("memory_cap", false, Ok(describe_memory_cap(&runner))));
+    checks.push(check("cpu_cap", false, Ok(describe_cpu_cap(&runner))));
     let path = std::env::var_os("PATH").unwrap_or_default();
     checks.push(check(
         "cgroups_systemd",
@@ -316,6 +314,45 @@ async fn probe_walls(runner: &CommandRunner) -> Walls {
         ))
     };
     Walls { seccomp, proc_sys }
+}
+
+/// What bounds a sandbox's memory here, and how far.
+fn describe_memory_cap(runner: &CommandRunner) -> String {
+    let config = runner.config();
+    let per_process = match config.resource_limits.data_bytes {
+        Some(b) => format!(
+            "RLIMIT_DATA {} MiB per process (its private writable memory)",
+            b >> 20
+        ),
+        None => "no per-process memory rlimit".into(),
+    };
+    let whole = match config.cgroup_limits.memory_max_bytes {
+        Some(b) => format!(
+            "MemoryMax {} MiB for the whole sandbox, in a systemd scope",
+            b >> 20
+        ),
+        None => "no limit for the sandbox as a whole: cgroup limits are not configured \
+                 ([cgroups] memory_max_bytes, which needs a systemd manager)"
+            .into(),
+    };
+    format!("{per_process}; {whole}")
+}
+
+/// What bounds a sandbox's CPU here.
+fn describe_cpu_cap(runner: &CommandRunner) -> String {
+    let config = runner.config();
+    let per_process = match config.resource_limits.cpu_seconds {
+        Some(s) => format!("RLIMIT_CPU {s} s of CPU time per process (SIGXCPU, then SIGKILL)"),
+        None => "no per-process CPU-time rlimit".into(),
+    };
+    let quota = match config.cgroup_limits.cpu_quota_percent {
+        Some(p) => format!("CPUQuota {p}% for the whole sandbox, in a systemd scope"),
+        None => "no CPU share limit (cgroup limits are not configured)".into(),
+    };
+    format!(
+        "{per_process}; {quota}; every command also ends at its time limit ({} s by default)",
+        config.default_timeout.as_secs()
+    )
 }
 
 fn describe_tmpfs(config: &RunnerConfig) -> String {

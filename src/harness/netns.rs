@@ -229,6 +229,7 @@ async fn attach(
         rlimits: &[],
         capture: false,
         stderr_file: Some(log.try_clone().map_err(|e| e.to_string())?),
+        join_cgroup: None,
     })
     .map_err(|e| e.to_string())?;
     drop((net, user, ready_write));

@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
 
+pub mod pids_cgroup;
+pub mod process_cap;
+
 const GIB: u64 = 1 << 30;
 
 /// Per-process limits, applied with `setrlimit` in the child before bwrap execs (inherited by
@@ -16,9 +19,8 @@ const GIB: u64 = 1 << 30;
 ///
 /// Memory is bounded with `RLIMIT_DATA` (private writable memory), not `RLIMIT_AS`: V8 and the
 /// JVM reserve large address ranges they never touch, which `RLIMIT_AS` counts and breaks.
-/// `RLIMIT_NPROC` counts every process (and thread) of the user's uid in the namespaces the
-/// sandbox belongs to; for an unprivileged user that includes their own host processes, so the
-/// default is generous.
+/// `processes` caps the sandbox's processes and threads together, through whichever
+/// mechanism binds here (`process_cap`); it never counts the user's other processes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ResourceLimits {
@@ -63,10 +65,10 @@ impl ResourceLimits {
 
     /// The rlimits to set, each clamped to the current hard limit (lowering is always allowed,
     /// raising is not). Core dumps are always disabled. CPU gets a soft limit (SIGXCPU) one
-    /// second before the hard one (SIGKILL). `nproc` says whether the process limit is an
-    /// rlimit; where the sandbox's PID namespace can be capped instead, it should not be,
-    /// because `RLIMIT_NPROC` counts every process of the user, the sandbox's or not.
-    pub fn to_rlimits(&self, nproc: bool) -> Vec<(Resource, Rlimit)> {
+    /// second before the hard one (SIGKILL). The process limit is never among them: set on
+    /// bwrap, `RLIMIT_NPROC` would count every process of the user and bound the user
+    /// namespace bwrap creates; it is the process cap's job (`process_cap`).
+    pub fn to_rlimits(&self) -> Vec<(Resource, Rlimit)> {
         let mut out = vec![(Resource::Core, fixed(0))];
         let mut add = |r: Resource, v: Option<u64>| {
             if let Some(v) = v {
@@ -75,9 +77,6 @@ impl ResourceLimits {
         };
         add(Resource::Data, self.data_bytes);
         add(Resource::As, self.address_space_bytes);
-        if nproc {
-            add(Resource::Nproc, self.processes);
-        }
         add(Resource::Fsize, self.file_size_bytes);
         add(Resource::Nofile, self.open_files);
         if let Some(cpu) = self.cpu_seconds {
@@ -253,35 +252,45 @@ impl SystemdScopeRunner {
         }
     }
 
-    /// Whether cgroup limits can be applied here, and if not, why.
+    /// Whether a scope can be made here, and if not, why: the system manager (as root) needs
+    /// systemd as PID 1; the user manager needs only to be reachable (a desktop session, or
+    /// lingering), whatever PID 1 is.
     pub fn available(&self) -> Result<(), String> {
         let comm = std::fs::read_to_string(self.root.join("proc/1/comm"))
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
-        if comm != "systemd" || !self.root.join("run/systemd/system").is_dir() {
-            return Err(format!(
-                "cgroup limits need systemd as PID 1 to create a scope, but PID 1 here is \
-                 `{comm}`; run Spear on a systemd host, or drop the cgroup limits \
-                 (MemoryMax/TasksMax/CPUQuota) from the configuration"
-            ));
-        }
-        if !self.systemd_run.is_file() {
-            return Err("systemd-run is not installed (apt-get install systemd)".into());
-        }
-        if !self.system_scope {
+        if self.system_scope {
+            if comm != "systemd" || !self.root.join("run/systemd/system").is_dir() {
+                return Err(format!(
+                    "a systemd scope needs systemd as PID 1, but PID 1 here is `{comm}`"
+                ));
+            }
+        } else {
             let uid = rustix::process::getuid().as_raw();
             let runtime = std::env::var_os("XDG_RUNTIME_DIR")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}")));
+            let runtime = self
+                .root
+                .join(runtime.strip_prefix("/").unwrap_or(&runtime));
             if !runtime.join("systemd/private").exists() && !runtime.join("bus").exists() {
                 return Err(format!(
-                    "the systemd user manager is unreachable (no {}/systemd/private); \
-                     enable lingering with `loginctl enable-linger` or log in through logind",
+                    "a systemd scope needs a systemd user manager, and none is reachable here \
+                     (PID 1 is `{comm}`, no {}/systemd/private); log in through logind or \
+                     enable lingering with `loginctl enable-linger`",
                     runtime.display()
                 ));
             }
         }
+        if !self.systemd_run.is_file() {
+            return Err("systemd-run is not installed (apt-get install systemd)".into());
+        }
         Ok(())
+    }
+
+    /// Whether scopes go to the system manager (root) or the user's.
+    pub fn is_system_scope(&self) -> bool {
+        self.system_scope
     }
 
     /// A unit name no other scope has: pid, a sequence number and the time.
@@ -337,7 +346,7 @@ mod tests {
             cpu_seconds: Some(5),
             ..ResourceLimits::none()
         }
-        .to_rlimits(true);
+        .to_rlimits();
         assert_eq!(r[0].0, Resource::Core);
         assert_eq!(r[0].1.maximum, Some(0));
         let cpu = &r[1].1;

@@ -13,7 +13,8 @@ use std::time::Duration;
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::netns::{self, IpPrefix};
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::harness::process::{CancelToken, OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
+use crate::harness::process::{CancelToken, OutputSink};
+use crate::harness::resource_control::process_cap::{self, HostFacts, ProcessCap};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
@@ -120,6 +121,10 @@ pub struct CommandRunner {
     /// What the sandbox ledger's sweep at creation found (none: no ledger could be opened).
     swept: Option<SweepReport>,
     scope: SystemdScopeRunner,
+    /// The kernel and user facts the process cap is chosen from.
+    facts: HostFacts,
+    /// The process cap's mechanism, chosen on first use (none: no process limit configured).
+    process_cap: std::sync::OnceLock<Result<Option<ProcessCap>, String>>,
     simulated_missing: Vec<Mechanism>,
     host_loopback_for_tests: bool,
 }
@@ -174,6 +179,8 @@ impl CommandRunner {
             sandbox,
             swept,
             scope: SystemdScopeRunner::for_host(&config.search_path),
+            facts: HostFacts::probe(),
+            process_cap: std::sync::OnceLock::new(),
             config,
             workspace,
             protected,
@@ -199,6 +206,48 @@ impl CommandRunner {
     #[doc(hidden)]
     pub fn simulate_missing_for_tests(&mut self, m: Mechanism) {
         self.simulated_missing.push(m);
+    }
+
+    /// Test-only: believe the kernel keeps one `pid_max` for the whole machine (before Linux
+    /// 6.14), so the older kernels' process cap is exercised on a newer one.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn pretend_pid_max_not_namespaced_for_tests(&mut self) {
+        self.facts.pid_max_namespaced = false;
+        self.process_cap = std::sync::OnceLock::new();
+    }
+
+    /// The facts the process cap was chosen from.
+    pub fn host_facts(&self) -> HostFacts {
+        self.facts
+    }
+
+    /// How the configured process limit is enforced here (`Ok(None)`: no limit configured), or
+    /// why it cannot be.
+    pub fn process_cap(&self) -> Result<Option<&ProcessCap>, String> {
+        self.process_cap
+            .get_or_init(|| {
+                self.config
+                    .resource_limits
+                    .processes
+                    .map(|limit| {
+                        let cap = ProcessCap::choose(
+                            limit,
+                            &self.facts,
+                            &self.scope,
+                            &process_cap::find_pids_cgroup,
+                        );
+                        // Launch cgroups a Spear that has exited could not remove yet.
+                        if let Ok(ProcessCap::PidsCgroup { parent, .. }) = &cap {
+                            parent.sweep_leftovers();
+                        }
+                        cap
+                    })
+                    .transpose()
+            })
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone)
     }
 
     /// Test-only: let the network path reach the host's loopback (slirp without
@@ -276,18 +325,7 @@ impl CommandRunner {
             rlimit_mechanism().map_err(|e| {
                 format!("resource limits are configured but cannot be applied: {e}")
             })?;
-            // The kernel exempts uid 0 from RLIMIT_NPROC; only a per-namespace pid_max binds it.
-            if self.config.resource_limits.processes.is_some()
-                && rustix::process::geteuid().is_root()
-                && !pid_max_is_namespaced()
-            {
-                return Err(
-                    "a process limit is configured, but RLIMIT_NPROC does not bind root \
-                            and this kernel (before Linux 6.14) cannot cap a PID namespace's \
-                            pid_max; run Spear as an ordinary user or on Linux 6.14 or later"
-                        .into(),
-                );
-            }
+            self.process_cap()?;
         }
         if self.config.cgroup_limits.is_active() {
             self.scope.available()?;
@@ -305,31 +343,23 @@ impl CommandRunner {
         Ok(())
     }
 
-    /// The sandbox's `pid_max` for the process limit, where the kernel namespaces it.
-    fn pid_max(&self) -> Option<u32> {
-        let n = self.config.resource_limits.processes?;
-        if !pid_max_is_namespaced() {
-            return None;
-        }
-        Some(
-            u32::try_from(n.saturating_add(1))
-                .unwrap_or(u32::MAX)
-                .max(PID_MAX_MIN),
-        )
-    }
-
     fn launch_limits(&self) -> LaunchLimits {
+        let process_cap = self.process_cap().ok().flatten().cloned();
+        let mut cgroup = self
+            .config
+            .cgroup_limits
+            .is_active()
+            .then(|| self.config.cgroup_limits.clone());
+        // A scope's TasksMax is the process cap here: added to the configured cgroup limits, or
+        // a scope of its own.
+        if let Some(ProcessCap::SystemdScope { tasks_max }) = &process_cap {
+            let cg = cgroup.get_or_insert_with(CgroupLimits::default);
+            cg.tasks_max = Some(cg.tasks_max.map_or(*tasks_max, |t| t.min(*tasks_max)));
+        }
         LaunchLimits {
-            rlimits: self
-                .config
-                .resource_limits
-                .to_rlimits(!pid_max_is_namespaced()),
-            pid_max: self.pid_max(),
-            cgroup: self
-                .config
-                .cgroup_limits
-                .is_active()
-                .then(|| (self.scope.clone(), self.config.cgroup_limits.clone())),
+            rlimits: self.config.resource_limits.to_rlimits(),
+            process_cap,
+            cgroup: cgroup.map(|cg| (self.scope.clone(), cg)),
             netns: None,
             cancel: None,
         }

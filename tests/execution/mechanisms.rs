@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 use spear::harness::primitives::ToolStatus;
-use spear::harness::resource_control::CgroupLimits;
+use spear::harness::resource_control::{CgroupLimits, SystemdScopeRunner};
 use spear::harness::runtime::{CommandRunner, Mechanism};
 use spear::harness::sandbox::PreflightFailure;
 
@@ -69,24 +69,34 @@ async fn without_rlimits_nothing_runs() {
     assert_nothing_spawned(&ws);
 }
 
+/// Where a systemd manager is reachable (PID 1 for root, the user manager otherwise) the
+/// cgroup limits bind: a reader that holds 600 MiB is killed under MemoryMax=256M while a small
+/// command runs. Elsewhere nothing is spawned and the reason is the scope runner's own.
 #[tokio::test]
-async fn cgroup_limits_without_systemd_fail_naming_why() {
+async fn cgroup_limits_bind_through_a_scope_or_fail_naming_why() {
     let (_d, ws) = workspace();
     let mut cfg = config(&ws);
     cfg.cgroup_limits = CgroupLimits {
-        memory_max_bytes: Some(1 << 30),
+        memory_max_bytes: Some(256 << 20),
         ..CgroupLimits::default()
     };
+    cfg.resource_limits.data_bytes = None;
+    let scope = SystemdScopeRunner::for_host(&cfg.search_path);
     let r = CommandRunner::new(cfg).unwrap();
-    let res = run(&r, writable(), MARK).await;
-    let pid1 = std::fs::read_to_string("/proc/1/comm").unwrap();
-    assert_ne!(
-        pid1.trim(),
-        "systemd",
-        "this test describes a host without systemd as PID 1"
-    );
-    assert_failed_saying(&res, "systemd as PID 1");
-    assert_nothing_spawned(&ws);
+    match scope.available() {
+        Ok(()) => {
+            let res = run(&r, writable(), "echo small").await;
+            assert_eq!(res.stdout, "small\n", "{res:?}");
+            let hog = r#"perl -e '$x = "a" x (600 << 20); print length($x) > 0 ? "held\n" : ""'"#;
+            let res = run(&r, writable(), hog).await;
+            assert_ne!(res.stdout, "held\n", "MemoryMax did not bind: {res:?}");
+        }
+        Err(why) => {
+            let res = run(&r, writable(), MARK).await;
+            assert_failed_saying(&res, &why);
+            assert_nothing_spawned(&ws);
+        }
+    }
 }
 
 #[tokio::test]

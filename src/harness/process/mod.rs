@@ -10,7 +10,10 @@ mod pidns;
 
 pub use cancel::CancelToken;
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
-pub use pidns::{NetnsPlan, PID_MAX_MIN, configure_namespaces, pid_max_is_namespaced};
+pub use pidns::{
+    NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least, kernel_release,
+    pid_max_is_namespaced,
+};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -54,6 +57,9 @@ pub struct SpawnRequest<'a> {
     pub capture: bool,
     /// Without capture: where stderr goes (default /dev/null).
     pub stderr_file: Option<std::fs::File>,
+    /// A cgroup's `cgroup.procs`, open for writing: the child joins that cgroup before exec,
+    /// so everything it starts is born inside.
+    pub join_cgroup: Option<RawFd>,
 }
 
 /// Our own child, held by a pidfd.
@@ -83,6 +89,7 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         rlimits,
         capture,
         stderr_file,
+        join_cgroup,
     } = req;
     let program = command.get_program().to_string_lossy().into_owned();
     let fds: Vec<RawFd> = inherit_fds.to_vec();
@@ -105,6 +112,10 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
             // would exec orphaned, and bwrap reads the gates its dead parent held as open.
             if rustix::process::getppid() != Some(parent) {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some(fd) = join_cgroup {
+                // SAFETY: the launch keeps the descriptor open until after the spawn.
+                crate::harness::resource_control::pids_cgroup::join_from_child(fd)?;
             }
             for (resource, limit) in &limits {
                 rustix::process::setrlimit(*resource, *limit)?;

@@ -21,14 +21,23 @@ pub const PID_MAX_MIN: u32 = 301;
 
 /// Whether this kernel keeps `pid_max` per PID namespace (Linux >= 6.14).
 pub fn pid_max_is_namespaced() -> bool {
-    let release = rustix::system::uname()
+    kernel_at_least(&kernel_release(), (6, 14))
+}
+
+/// This kernel's release, as `uname -r` prints it.
+pub fn kernel_release() -> String {
+    rustix::system::uname()
         .release()
         .to_string_lossy()
-        .into_owned();
+        .into_owned()
+}
+
+/// Whether a `uname -r` release is at least `(major, minor)`.
+pub fn kernel_at_least(release: &str, want: (u32, u32)) -> bool {
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
     let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    (major, minor) >= (6, 14)
+    (major, minor) >= want
 }
 
 fn host_pid_max() -> Option<String> {
@@ -57,6 +66,8 @@ struct HelperPlan {
 /// What the writer needs.
 struct WriterPlan {
     pid_max_text: Option<Vec<u8>>,
+    /// `RLIMIT_NPROC` for the namespace's init (PID 1 there), inherited by everything it starts.
+    nproc: Option<libc::rlimit64>,
     ipv6_off_for_new_links: bool,
     netlink: netlink::Exchange,
 }
@@ -73,6 +84,7 @@ const STEP_NETLINK_SOCKET: libc::c_int = 18;
 const STEP_NETLINK_SEND: libc::c_int = 19;
 const STEP_NETLINK_RECEIVE: libc::c_int = 20;
 const STEP_NETLINK_REFUSED: libc::c_int = 21;
+const STEP_NPROC: libc::c_int = 22;
 
 /// Room for one acknowledgement (a refusal echoes the request: well under a page).
 const NETLINK_BUFFER: usize = 8192;
@@ -194,7 +206,9 @@ extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
 }
 
 /// The writer, inside the sandbox's PID namespace: `user.max_user_namespaces = 0`, then the
-/// namespace's own `kernel.pid_max` when one is asked for, then the network settings.
+/// namespace's own `kernel.pid_max` or its init's `RLIMIT_NPROC` when one is asked for, then the
+/// network settings. PID 1 here is the namespace init, which cannot be another process while
+/// the namespace lives.
 extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the parent's `WriterPlan`, alive while the parent is suspended; only
     // system calls follow.
@@ -207,6 +221,20 @@ extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
             && !write_sysctl(c"/proc/sys/kernel/pid_max", text)
         {
             return STEP_PID_MAX;
+        }
+        if let Some(limit) = &(*plan).nproc {
+            // The writer holds every capability in the sandbox's user namespace, where the
+            // init's credentials live, so it may set the init's limits.
+            let set = libc::syscall(
+                libc::SYS_prlimit64,
+                1 as libc::pid_t,
+                libc::RLIMIT_NPROC,
+                std::ptr::from_ref(limit),
+                std::ptr::null_mut::<libc::rlimit64>(),
+            );
+            if set != 0 {
+                return STEP_NPROC;
+            }
         }
         if (*plan).ipv6_off_for_new_links
             && !write_sysctl(c"/proc/sys/net/ipv6/conf/default/disable_ipv6", b"1\n")
@@ -242,12 +270,14 @@ unsafe fn write_sysctl(path: &std::ffi::CStr, value: &[u8]) -> bool {
 
 /// Configure the namespaces of the process behind `pidfd` (a namespace init that is blocked
 /// before its setup): forbid nested user namespaces, cap its PID namespace when `pid_max` is
-/// given, and apply `net` inside its network namespace. A helper joins the user and PID (and,
+/// given, set the init's `RLIMIT_NPROC` to `nproc` when given (counted in the sandbox's user
+/// namespace alone), and apply `net` inside its network namespace. A helper joins the user and PID (and,
 /// for `net`, network) namespaces through the pidfd; its own child, which lives in that PID
 /// namespace, makes the settings.
 pub fn configure_namespaces(
     pidfd: BorrowedFd<'_>,
     pid_max: Option<u32>,
+    nproc: Option<u64>,
     net: Option<&NetnsPlan>,
 ) -> std::io::Result<()> {
     if pid_max.is_some() && !pid_max_is_namespaced() {
@@ -261,6 +291,10 @@ pub fn configure_namespaces(
     // On the heap, so that a writer left running (below) never reads this stack frame.
     let writer = Box::into_raw(Box::new(WriterPlan {
         pid_max_text: pid_max.map(|v| format!("{}\n", v.max(PID_MAX_MIN)).into_bytes()),
+        nproc: nproc.map(|n| libc::rlimit64 {
+            rlim_cur: n,
+            rlim_max: n,
+        }),
         ipv6_off_for_new_links: net.is_some_and(|n| n.ipv6_off_for_new_links),
         netlink: netlink::Exchange {
             requests: net.map(|n| n.netlink.clone()).unwrap_or_default(),
@@ -328,6 +362,7 @@ fn describe_failure(code: libc::c_int, refused: (u32, i32)) -> String {
         STEP_SETNS => "joining the sandbox's namespaces".to_string(),
         STEP_USERNS => "writing user.max_user_namespaces".to_string(),
         STEP_PID_MAX => "writing kernel.pid_max".to_string(),
+        STEP_NPROC => "setting the sandbox init's RLIMIT_NPROC".to_string(),
         STEP_IPV6_OFF => "turning IPv6 off for the sandbox's uplink".to_string(),
         STEP_NETLINK_SOCKET => "opening a netlink socket in the sandbox's network".to_string(),
         STEP_NETLINK_SEND => "sending a route to the sandbox's network".to_string(),

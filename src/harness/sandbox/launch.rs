@@ -21,6 +21,7 @@ use crate::harness::process::{
     BoundedCapture, CancelToken, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError,
     SpawnRequest, pump_output, spawn_held,
 };
+use crate::harness::resource_control::pids_cgroup::LaunchCgroup;
 
 /// How long a killed process gets before the kill is repeated once, then declared unconfirmed.
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
@@ -81,6 +82,9 @@ pub struct Running {
     /// Dropped last (after `Drop::drop` killed what it knew of): unless every process was
     /// confirmed dead, it ends whatever still carries the launch's marker.
     ledger: LedgerEntry,
+    /// The launch's own pids cgroup, when that is the process cap here: removed after every
+    /// process in it has ended. Held only to be dropped, after the ledger entry.
+    _cgroup: Option<LaunchCgroup>,
 }
 
 /// bwrap reads a closed gate as an open one, so a `Running` must never close its gates with
@@ -116,6 +120,7 @@ impl Running {
         child_fds: Vec<OwnedFd>,
         rlimits: &[(Resource, Rlimit)],
         ledger: LedgerEntry,
+        cgroup: Option<LaunchCgroup>,
     ) -> Result<Running, ProcessError> {
         let mut command = Command::new(program);
         command.arg0(ledger.marker()).args(argv).env_clear();
@@ -126,6 +131,7 @@ impl Running {
             rlimits,
             capture: true,
             stderr_file: None,
+            join_cgroup: cgroup.as_ref().and_then(LaunchCgroup::procs_fd),
         })?;
         drop(child_fds);
         let status = match pipe::Receiver::from_owned_fd(status_read) {
@@ -147,6 +153,7 @@ impl Running {
             inner: None,
             cancel: None,
             ledger,
+            _cgroup: cgroup,
         })
     }
 

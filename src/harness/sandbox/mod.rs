@@ -35,6 +35,7 @@ use thiserror::Error;
 use crate::harness::process::{
     ForeignProcess, NetnsPlan, NullSink, OutputSink, ProcessError, configure_namespaces,
 };
+use crate::harness::resource_control::process_cap::ProcessCap;
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 use launch::{Running, StatusPipe};
 
@@ -84,13 +85,16 @@ impl HostLayout {
     }
 }
 
-/// The limits a launch applies: rlimits in the child, a cap on the sandbox's PIDs, and
+/// The limits a launch applies: rlimits in the child, a cap on the sandbox's processes, and
 /// optionally a systemd scope around it.
 #[derive(Debug, Clone, Default)]
 pub struct LaunchLimits {
     pub rlimits: Vec<(Resource, Rlimit)>,
-    /// `pid_max` of the sandbox's PID namespace, set before the command starts.
-    pub pid_max: Option<u32>,
+    /// How the sandbox's processes are capped (`process_cap`), applied before the command
+    /// starts.
+    pub process_cap: Option<ProcessCap>,
+    /// A systemd scope around bwrap with these cgroup limits (the `TasksMax` of a
+    /// `SystemdScope` process cap among them).
     pub cgroup: Option<(SystemdScopeRunner, CgroupLimits)>,
     /// The network path's settings for the sandbox's network namespace (refusal routes).
     pub netns: Option<NetnsPlan>,
@@ -259,7 +263,11 @@ impl BubblewrapSandbox {
                 "the preflight sandbox did not finish within {} s (a hung mount?)",
                 PREFLIGHT_LIMIT.as_secs()
             ))),
-            End::Exited(c) => Err(preflight::classify_failure(c, &outcome.stderr.render())),
+            End::Exited(c) => Err(preflight::classify_failure(
+                c,
+                &outcome.stderr.render(),
+                self.bwrap.as_deref().unwrap_or(Path::new("/usr/bin/bwrap")),
+            )),
             End::Cancelled => Err(PreflightFailure::Failed(
                 "the preflight sandbox was cancelled".into(),
             )),
@@ -403,6 +411,14 @@ impl BubblewrapSandbox {
                 "cannot record the launch in the sandbox ledger: {e}"
             ))
         })?;
+        let cgroup = match &limits.process_cap {
+            Some(ProcessCap::PidsCgroup { parent, limit }) => Some(
+                parent
+                    .create(*limit)
+                    .map_err(|e| SandboxError::Unavailable(e.to_string()))?,
+            ),
+            _ => None,
+        };
         Ok(Running::spawn(
             &program,
             &argv,
@@ -410,6 +426,7 @@ impl BubblewrapSandbox {
             child_fds,
             &limits.rlimits,
             entry,
+            cgroup,
         )?)
     }
 }
@@ -431,7 +448,12 @@ fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
 /// the process cap, the network path's refusal routes), made before the command is let
 /// through `--block-fd`.
 fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<()> {
-    configure_namespaces(inner.fd(), limits.pid_max, limits.netns.as_ref())?;
+    let (pid_max, nproc) = match &limits.process_cap {
+        Some(ProcessCap::PidNamespace { pid_max }) => (Some(*pid_max), None),
+        Some(ProcessCap::UserNamespaceNproc { limit }) => (None, Some(*limit)),
+        _ => (None, None),
+    };
+    configure_namespaces(inner.fd(), pid_max, nproc, limits.netns.as_ref())?;
     alive(inner)
 }
 
