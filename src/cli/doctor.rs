@@ -13,6 +13,7 @@ use spear::harness::process::NullSink;
 use spear::harness::resource_control::{SystemdScopeRunner, rlimit_mechanism};
 use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::sandbox::PreflightFailure;
+use spear::harness::sandbox::preflight::{UsernsRestriction, userns_restrictions};
 use spear::harness::sandbox::procfs::{PROC_HIDDEN, PROC_READ_ONLY};
 use spear::harness::sandbox::seccomp::{self, RefusedCall};
 
@@ -72,7 +73,9 @@ fn check(
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let dir = tempfile_dir()?;
-    let runner = CommandRunner::new(RunnerConfig::for_workspace(&dir))
+    let harness = super::wiring::harness_settings()
+        .context("spear doctor checks the sandbox with the configuration file's limits")?;
+    let runner = CommandRunner::new(super::wiring::runner_config(&dir, &harness))
         .context("cannot set up a sandbox for the checks")?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -97,7 +100,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     checks.push(check(
         "user_namespaces",
         true,
-        match preflight {
+        match preflight.clone() {
             Ok(()) => Ok("a real sandbox ran its preflight script".into()),
             Err(PreflightFailure::Refused(r)) => {
                 Err((Verdict::Refused, r, "see the likely cause above".into()))
@@ -108,6 +111,19 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 "install bubblewrap".into(),
             )),
         },
+    ));
+    let bwrap_path = bwrap
+        .clone()
+        .unwrap_or_else(|_| std::path::PathBuf::from("/usr/bin/bwrap"));
+    checks.push(check(
+        "userns_policy",
+        false,
+        userns_policy(
+            &userns_restrictions(std::path::Path::new("/")),
+            matches!(preflight, Ok(())),
+            rustix::process::geteuid().is_root(),
+            &bwrap_path,
+        ),
     ));
     let walls = rt.block_on(probe_walls(&runner));
     let mut filter = check("seccomp", true, walls.seccomp);
@@ -242,6 +258,44 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 
 type Verdicted = Result<String, (Verdict, String, String)>;
 
+/// What the host's user-namespace settings mean for Spear: each restriction found, whether it
+/// binds here (root holds the capability the unprivileged-only ones ask for), and its fix.
+fn userns_policy(
+    found: &[UsernsRestriction],
+    sandbox_ran: bool,
+    privileged: bool,
+    bwrap: &std::path::Path,
+) -> Verdicted {
+    let settings: Vec<&str> = found.iter().map(|r| r.setting()).collect();
+    let binding = found.iter().find(|r| r.binds_root() || !privileged);
+    match (binding, sandbox_ran) {
+        _ if found.is_empty() => Ok(
+            "no host setting restricts user namespaces (kernel.apparmor_restrict_unprivileged_userns, \
+             user.max_user_namespaces, kernel.unprivileged_userns_clone)"
+                .into(),
+        ),
+        (Some(r), false) => Err((
+            Verdict::Refused,
+            format!("{} stops bwrap from creating its user namespace", r.setting()),
+            r.fix(bwrap),
+        )),
+        (_, true) => Ok(format!(
+            "{} is set, and bwrap still gets its namespaces here ({})",
+            settings.join(", "),
+            if privileged {
+                "Spear runs as root, which the unprivileged-only restrictions do not bind"
+            } else {
+                "a profile or the distribution allows it for bwrap"
+            }
+        )),
+        (None, false) => Ok(format!(
+            "{} is set but does not bind root; the sandbox fails for another reason \
+             (see user_namespaces)",
+            settings.join(", ")
+        )),
+    }
+}
+
 /// What a real sandboxed command sees of the filter and of `/proc/sys`.
 struct Walls {
     seccomp: Verdicted,
@@ -331,8 +385,8 @@ fn describe_memory_cap(runner: &CommandRunner) -> String {
             "MemoryMax {} MiB for the whole sandbox, in a systemd scope",
             b >> 20
         ),
-        None => "no limit for the sandbox as a whole: cgroup limits are not configured \
-                 ([cgroups] memory_max_bytes, which needs a systemd manager)"
+        None => "no limit for the sandbox as a whole: `[cgroups] memory_max_bytes` is not set \
+                 (it needs a systemd manager)"
             .into(),
     };
     format!("{per_process}; {whole}")
@@ -347,7 +401,7 @@ fn describe_cpu_cap(runner: &CommandRunner) -> String {
     };
     let quota = match config.cgroup_limits.cpu_quota_percent {
         Some(p) => format!("CPUQuota {p}% for the whole sandbox, in a systemd scope"),
-        None => "no CPU share limit (cgroup limits are not configured)".into(),
+        None => "no CPU share limit (`[cgroups] cpu_quota_percent` is not set)".into(),
     };
     format!(
         "{per_process}; {quota}; every command also ends at its time limit ({} s by default)",
@@ -417,5 +471,55 @@ fn probe_pidfd() -> Result<String, (Verdict, String, String)> {
             format!("pidfd_open failed: {e}"),
             "Linux 5.3 or later is needed".into(),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_userns_policy_line_names_each_case_and_its_fix() {
+        let bwrap = std::path::Path::new("/usr/bin/bwrap");
+        assert!(userns_policy(&[], true, false, bwrap).is_ok());
+        let Err((Verdict::Refused, detail, fix)) =
+            userns_policy(&[UsernsRestriction::AppArmor], false, false, bwrap)
+        else {
+            panic!("an AppArmor-restricted user must be refused with a fix");
+        };
+        assert!(
+            detail.contains("apparmor_restrict_unprivileged_userns = 1"),
+            "{detail}"
+        );
+        assert!(
+            fix.contains("apparmor_parser -r /etc/apparmor.d/bwrap"),
+            "{fix}"
+        );
+        let root = userns_policy(&[UsernsRestriction::AppArmor], true, true, bwrap).unwrap();
+        assert!(
+            root.contains("does not bind") || root.contains("root"),
+            "{root}"
+        );
+        let Err((_, _, fix)) = userns_policy(
+            &[UsernsRestriction::MaxUserNamespacesZero],
+            false,
+            true,
+            bwrap,
+        ) else {
+            panic!("max_user_namespaces = 0 binds root too");
+        };
+        assert!(
+            fix.contains("sysctl -w user.max_user_namespaces=15000"),
+            "{fix}"
+        );
+        let Err((_, _, fix)) = userns_policy(
+            &[UsernsRestriction::UnprivilegedCloneOff],
+            false,
+            false,
+            bwrap,
+        ) else {
+            panic!("unprivileged_userns_clone = 0 binds an ordinary user");
+        };
+        assert!(fix.contains("kernel.unprivileged_userns_clone=1"), "{fix}");
     }
 }

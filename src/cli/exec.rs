@@ -13,7 +13,7 @@ use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
 use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use spear::harness::process::{OutputSink, OutputStream};
-use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
+use spear::harness::runtime::{CommandRunner, RunRequest};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 
@@ -73,7 +73,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 if asked {
                     event.decision = Decision::Approved;
                 }
-                let mut config = RunnerConfig::for_workspace(&root);
+                let mut config =
+                    super::wiring::runner_config(&root, &super::wiring::harness_settings()?);
                 config.protected_paths =
                     targets.protected_dirs(&root, super::common::PROTECTED_SCAN_BUDGET);
                 if let Some(t) = args.timeout {

@@ -83,6 +83,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let audit_session = format!("tui-{}", spear::agent::session::now_rfc3339());
     let refusal_repeats = settings.as_ref().map(|s| s.refusal_repeats);
     let previews = channel.0.clone();
+    let health_config = wiring::runner_config(&root, &harness);
     let options = move |network: bool| RouterOptions {
         session: audit_session.clone(),
         network,
@@ -159,7 +160,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             warnings,
         },
         start,
-        sandbox: Some(Box::pin(sandbox_health(root.clone(), network))),
+        sandbox: Some(Box::pin(sandbox_health(health_config, network))),
         log_dir: state.join("spear"),
         channel,
     };
@@ -178,8 +179,8 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The sandbox as its preflight finds it (run once, in the background).
-async fn sandbox_health(root: PathBuf, network: bool) -> SandboxHealth {
-    let runner = match CommandRunner::new(RunnerConfig::for_workspace(&root)) {
+async fn sandbox_health(config: RunnerConfig, network: bool) -> SandboxHealth {
+    let runner = match CommandRunner::new(config) {
         Ok(r) => r,
         Err(e) => return SandboxHealth::Down(e.to_string()),
     };

@@ -11,7 +11,6 @@ use anyhow::Context;
 use spear::agent::config::HarnessSettings;
 use spear::harness::audit::default_state_home;
 use spear::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
-use spear::harness::netns::IpPrefix;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
@@ -80,7 +79,7 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
             workspace_root: Some(root.clone()),
             ..PolicyConfig::default()
         }),
-        command_executor(&root, &opts.harness.network_allow),
+        command_executor(&root, &opts.harness),
         ResultStore::open_in(&state, &root, opts.harness.store_limits)?,
         HostConfig {
             session: opts.session.clone(),
@@ -108,12 +107,21 @@ pub fn harness_settings() -> anyhow::Result<HarnessSettings> {
     Ok(spear::agent::config::load_harness(&path)?)
 }
 
+/// The runner's configuration for `root` with the file's `[sandbox]`, `[limits]` and
+/// `[cgroups]` applied: every subcommand that runs or probes commands builds its runner here.
+pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
+    let mut config = RunnerConfig::for_workspace(root);
+    config.network_allow = harness.network_allow.clone();
+    config.resource_limits = harness.resource_limits.clone();
+    config.cgroup_limits = harness.cgroup_limits.clone();
+    config
+}
+
 /// The executor the terminal tool runs commands with: the sandboxed `CommandRunner`, with the
 /// target policy's protected directories bound read-only. When the sandbox cannot even be set
 /// up, every command is refused as "sandbox unavailable" and nothing runs unconfined.
-pub fn command_executor(root: &Path, network_allow: &[IpPrefix]) -> Box<dyn CommandExecutor> {
-    let mut config = RunnerConfig::for_workspace(root);
-    config.network_allow = network_allow.to_vec();
+pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn CommandExecutor> {
+    let mut config = runner_config(root, harness);
     config.protected_paths =
         TargetPolicy::default().protected_dirs(root, super::common::PROTECTED_SCAN_BUDGET);
     let built = CommandRunner::new(config)

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use secrecy::ExposeSecret;
 use spear::agent::config::{self, ConfigError, Env, Flags, Settings};
 use spear::harness::primitives::ExecutionMode;
+use spear::harness::resource_control::{CgroupLimits, ResourceLimits};
 
 const KEY: &str = "sk-test-5f3a9c1e-NEVER-PRINT-ME";
 
@@ -65,6 +66,30 @@ fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values
         s.harness.store_limits,
         spear::tools::result_store::StoreLimits::default()
     );
+    assert_eq!(s.harness.resource_limits, ResourceLimits::default());
+    assert_eq!(s.harness.cgroup_limits, CgroupLimits::default());
+    // Each commented `[limits]` line shows the default: uncommented, nothing changes.
+    let limits: String = written
+        .split("[limits]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ").filter(|l| l.contains(" = ")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(limits.lines().count(), 5, "{limits}");
+    let uncommented = load_text(
+        &path,
+        &format!("[limits]\n{limits}"),
+        &[("SPEAR_MODEL", "m"), ("OPENAI_API_KEY", KEY)],
+        &Flags::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        uncommented.harness.resource_limits,
+        ResourceLimits::default()
+    );
     // No temporary file is left beside it.
     assert_eq!(
         std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
@@ -96,6 +121,14 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
             "`results.budget_bytes`",
         ),
         ("[themes]\n", ":1:", "`themes`"),
+        ("[limits]\nprocesses = 0\n", ":2:", "`limits.processes`"),
+        ("[limits]\nmemory = 1\n", ":2:", "`limits.memory`"),
+        ("[cgroups]\ntasks_max = -1\n", ":2:", "`cgroups.tasks_max`"),
+        (
+            "[cgroups]\ncpu_quota_percent = 0\n",
+            ":2:",
+            "`cgroups.cpu_quota_percent`",
+        ),
         ("default_provider = \"nope\"\n", ":1:", "`default_provider`"),
         (
             "[providers.x]\nbase_url = \"ftp://host/v1\"\nmodel = \"m\"\n",
@@ -118,6 +151,34 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
     // The message says what Spear knows or expects.
     assert!(err(&path, "mode = \"fast\"\n", &[]).contains("safe, ask, auto"));
     assert!(err(&path, "[providers.l]\nbase_urll = \"x\"\n", &[]).contains("expected one of"));
+}
+
+#[test]
+fn limits_and_cgroups_are_read_into_the_harness_settings() {
+    let (_d, path) = dir();
+    let s = load_text(
+        &path,
+        "[limits]\nprocesses = 64\nmemory_bytes = 1048576\n\
+         [cgroups]\nmemory_max_bytes = 2097152\ncpu_quota_percent = 150\n",
+        &[("SPEAR_MODEL", "m"), ("OPENAI_API_KEY", KEY)],
+        &Flags::default(),
+    )
+    .unwrap();
+    assert_eq!(s.harness.resource_limits.processes, Some(64));
+    assert_eq!(s.harness.resource_limits.data_bytes, Some(1 << 20));
+    // What is not named keeps its default.
+    assert_eq!(
+        s.harness.resource_limits.cpu_seconds,
+        ResourceLimits::default().cpu_seconds
+    );
+    assert_eq!(
+        s.harness.cgroup_limits,
+        CgroupLimits {
+            memory_max_bytes: Some(2 << 20),
+            tasks_max: None,
+            cpu_quota_percent: Some(150),
+        }
+    );
 }
 
 #[test]

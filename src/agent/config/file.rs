@@ -25,6 +25,10 @@ pub struct ConfigFile {
     #[serde(default)]
     pub sandbox: SandboxTable,
     #[serde(default)]
+    pub limits: LimitsTable,
+    #[serde(default)]
+    pub cgroups: CgroupsTable,
+    #[serde(default)]
     pub results: ResultsTable,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -36,6 +40,27 @@ pub struct ConfigFile {
 pub struct SandboxTable {
     #[serde(default)]
     pub network_allow: Vec<Spanned<String>>,
+}
+
+/// `[limits]`: what one sandboxed command may use, each process on its own (`processes`: the
+/// sandbox's processes together).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsTable {
+    pub processes: Option<Spanned<u64>>,
+    pub memory_bytes: Option<Spanned<u64>>,
+    pub cpu_seconds: Option<Spanned<u64>>,
+    pub file_size_bytes: Option<Spanned<u64>>,
+    pub open_files: Option<Spanned<u64>>,
+}
+
+/// `[cgroups]`: limits on the whole sandbox together, through a systemd scope.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupsTable {
+    pub memory_max_bytes: Option<Spanned<u64>>,
+    pub tasks_max: Option<Spanned<u64>>,
+    pub cpu_quota_percent: Option<Spanned<u64>>,
 }
 
 /// `[results]`.

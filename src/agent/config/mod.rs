@@ -126,7 +126,8 @@ pub struct Settings {
     pub max_tool_calls: u32,
     pub response_max_tokens: u32,
     pub refusal_repeats: u32,
-    /// `[sandbox]` and `[results]`: what the harness under the tools is built with.
+    /// `[sandbox]`, `[limits]`, `[cgroups]` and `[results]`: what the harness under the tools
+    /// is built with.
     pub harness: HarnessSettings,
 }
 
@@ -138,6 +139,10 @@ pub struct HarnessSettings {
     pub network_allow: Vec<crate::harness::netns::IpPrefix>,
     /// `[results] max_result_bytes` and `budget_bytes`.
     pub store_limits: crate::tools::result_store::StoreLimits,
+    /// `[limits]`: per-command resource limits (rlimits and the process cap).
+    pub resource_limits: crate::harness::resource_control::ResourceLimits,
+    /// `[cgroups]`: limits on the sandbox as a whole, applied through a systemd scope.
+    pub cgroup_limits: crate::harness::resource_control::CgroupLimits,
 }
 
 /// `$XDG_CONFIG_HOME/spear/config.toml` (or `~/.config/spear/config.toml`).

@@ -122,7 +122,7 @@ fn positive(v: Option<&Spanned<u32>>, default: u32) -> Result<u32, std::ops::Ran
     }
 }
 
-/// The tables the harness reads (`[sandbox]`, `[results]`), resolved. `spear exec` and
+/// The tables the harness reads (`[sandbox]`, `[limits]`, `[cgroups]`, `[results]`), resolved. `spear exec` and
 /// `spear tool` read only these; `spear run` reads them as part of the whole.
 pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSettings, ConfigError> {
     let bad = |span: &std::ops::Range<usize>, problem: String, fix: &str| {
@@ -168,9 +168,64 @@ pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSett
             *slot = *v.get_ref();
         }
     }
+    let positive =
+        |v: &Option<toml::Spanned<u64>>, key: &str| -> Result<Option<u64>, ConfigError> {
+            match v {
+                Some(v) if *v.get_ref() == 0 => Err(bad(
+                    &v.span(),
+                    format!("{key} must be more than 0"),
+                    "write a positive number, or remove the line for the default",
+                )),
+                Some(v) => Ok(Some(*v.get_ref())),
+                None => Ok(None),
+            }
+        };
+    let mut resource_limits = crate::harness::resource_control::ResourceLimits::default();
+    let l = &file.limits;
+    for (value, key, slot) in [
+        (&l.processes, "processes", &mut resource_limits.processes),
+        (
+            &l.memory_bytes,
+            "memory_bytes",
+            &mut resource_limits.data_bytes,
+        ),
+        (
+            &l.cpu_seconds,
+            "cpu_seconds",
+            &mut resource_limits.cpu_seconds,
+        ),
+        (
+            &l.file_size_bytes,
+            "file_size_bytes",
+            &mut resource_limits.file_size_bytes,
+        ),
+        (&l.open_files, "open_files", &mut resource_limits.open_files),
+    ] {
+        if let Some(v) = positive(value, key)? {
+            *slot = Some(v);
+        }
+    }
+    let c = &file.cgroups;
+    let cpu_quota_percent = match positive(&c.cpu_quota_percent, "cpu_quota_percent")? {
+        Some(p) => Some(u32::try_from(p).map_err(|_| {
+            bad(
+                &c.cpu_quota_percent.as_ref().map_or(0..0, |v| v.span()),
+                format!("cpu_quota_percent {p} is too large"),
+                "write a percentage of one CPU, such as 200 for two CPUs",
+            )
+        })?),
+        None => None,
+    };
+    let cgroup_limits = crate::harness::resource_control::CgroupLimits {
+        memory_max_bytes: positive(&c.memory_max_bytes, "memory_max_bytes")?,
+        tasks_max: positive(&c.tasks_max, "tasks_max")?,
+        cpu_quota_percent,
+    };
     Ok(HarnessSettings {
         network_allow,
         store_limits: limits,
+        resource_limits,
+        cgroup_limits,
     })
 }
 
