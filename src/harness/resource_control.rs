@@ -428,4 +428,43 @@ mod tests {
         let err = s.available().unwrap_err();
         assert!(err.contains("PID 1 here is `process_api`"), "{err}");
     }
+
+    #[test]
+    fn a_user_manager_makes_user_scopes_available_whatever_pid_1_is() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("proc/1")).unwrap();
+        std::fs::write(d.path().join("proc/1/comm"), "init\n").unwrap();
+        let run = d.path().join("systemd-run");
+        std::fs::write(&run, "").unwrap();
+        let user = SystemdScopeRunner::with_root(d.path(), run.clone(), false);
+        let err = user.available().unwrap_err();
+        assert!(
+            err.contains("user manager") && err.contains("enable-linger"),
+            "{err}"
+        );
+        let uid = rustix::process::getuid().as_raw();
+        let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}")));
+        let private = d
+            .path()
+            .join(runtime.strip_prefix("/").unwrap_or(&runtime))
+            .join("systemd/private");
+        std::fs::create_dir_all(private.parent().unwrap()).unwrap();
+        std::fs::write(&private, "").unwrap();
+        assert_eq!(user.available(), Ok(()));
+        assert!(
+            user.wrap(&[], &CgroupLimits::default(), "u")
+                .iter()
+                .any(|a| a == "--user")
+        );
+        // The system manager still needs systemd as PID 1.
+        let system = SystemdScopeRunner::with_root(d.path(), run, true);
+        assert!(
+            system
+                .available()
+                .unwrap_err()
+                .contains("PID 1 here is `init`")
+        );
+    }
 }
