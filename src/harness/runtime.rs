@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
-use crate::harness::netns::{self, IpPrefix};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::process::{CancelToken, OutputSink, PID_MAX_MIN, pid_max_is_namespaced};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
+use crate::harness::sandbox::netns::{self, IpPrefix};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
