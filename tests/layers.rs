@@ -90,3 +90,15 @@ fn every_import_in_src_keeps_to_the_table() {
         assert!(seen(from, to), "no reference from {from} to {to} was seen");
     }
 }
+
+#[test]
+fn harness_modules_import_their_siblings_without_cycles() {
+    let src = sources();
+    let scan = scan::scan(&src, &CRATES, "spear");
+    let cycles = check::sibling_cycles(&scan, "spear::harness");
+    assert!(
+        cycles.is_empty(),
+        "import cycles among sibling modules:\n{}",
+        cycles.join("\n")
+    );
+}

@@ -155,3 +155,77 @@ pub fn table_errors(table: &[Layer]) -> Vec<String> {
     }
     out
 }
+
+/// Import cycles among sibling modules under `root` (`classify -> commands -> classify`), each
+/// as `parent: a -> b -> a`. A child naming its parent's items is not an edge (the parent is
+/// where siblings meet); a sibling is named by its module path, not through a re-export.
+pub fn sibling_cycles(scan: &Scan, root: &str) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let modules: BTreeSet<&Vec<String>> = scan.modules.values().collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for r in &scan.references {
+        let Some(from) = scan.modules.get(&r.file) else {
+            continue;
+        };
+        let Some((me, parent)) = from.split_last() else {
+            continue;
+        };
+        if !under(parent, root) && !under(from, root) {
+            continue;
+        }
+        if r.target.len() <= parent.len() || r.target[..parent.len()] != *parent {
+            continue;
+        }
+        let other = &r.target[parent.len()];
+        let sibling: Vec<String> = [parent, std::slice::from_ref(other)].concat();
+        if other != me && modules.contains(&sibling) {
+            edges
+                .entry(parent.to_vec())
+                .or_default()
+                .entry(me.clone())
+                .or_default()
+                .insert(other.clone());
+        }
+    }
+    let mut out = Vec::new();
+    for (parent, graph) in &edges {
+        let mut done: BTreeSet<String> = BTreeSet::new();
+        // One line a cycle, however many of its modules the search starts from.
+        let mut seen: BTreeSet<BTreeSet<String>> = BTreeSet::new();
+        for start in graph.keys() {
+            let mut path = vec![start.clone()];
+            if let Some(cycle) = find_cycle(graph, &mut path, &mut done)
+                && seen.insert(cycle.iter().cloned().collect())
+            {
+                out.push(format!("{}: {}", parent.join("::"), cycle.join(" -> ")));
+            }
+        }
+    }
+    out
+}
+
+/// Depth-first from the end of `path`; the first cycle met, closed (`a -> b -> a`).
+fn find_cycle(
+    graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    path: &mut Vec<String>,
+    done: &mut std::collections::BTreeSet<String>,
+) -> Option<Vec<String>> {
+    let last = path.last()?.clone();
+    if done.contains(&last) {
+        return None;
+    }
+    for next in graph.get(&last).into_iter().flatten() {
+        if let Some(i) = path.iter().position(|p| p == next) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(next.clone());
+            return Some(cycle);
+        }
+        path.push(next.clone());
+        if let Some(c) = find_cycle(graph, path, done) {
+            return Some(c);
+        }
+        path.pop();
+    }
+    done.insert(last);
+    None
+}

@@ -269,3 +269,24 @@ fn a_table_with_a_dangling_or_unexplained_edge_is_refused() {
     assert!(e.iter().any(|e| e.contains("without saying why")), "{e:?}");
     assert!(table_errors(TABLE).is_empty());
 }
+
+#[test]
+fn a_cycle_among_siblings_is_found_and_a_parent_edge_is_not_one() {
+    let files = [
+        ("src/lib.rs", "pub mod mid;\n"),
+        ("src/mid/mod.rs", "mod a;\nmod b;\nmod c;\npub use a::A;\n"),
+        ("src/mid/a.rs", "use super::b::B;\npub struct A;\n"),
+        ("src/mid/b.rs", "pub struct B;\nfn f() { super::c::g(); }\n"),
+        ("src/mid/c.rs", "use crate::mid::A;\npub fn g() {}\n"),
+    ];
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    // c names A through the parent's re-export: no edge, no cycle.
+    assert!(super::check::sibling_cycles(&s, "kit").is_empty());
+    let mut files = files.to_vec();
+    files[4] = ("src/mid/c.rs", "use super::a::A;\npub fn g() {}\n");
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    assert_eq!(
+        super::check::sibling_cycles(&s, "kit"),
+        ["kit::mid: a -> b -> c -> a"]
+    );
+}
