@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
             let cmd: Vec<OsString> = vec!["/bin/true".into()];
             let spec = runner.build_spec(&profile(true), cmd).expect("spec");
             let o = rt
-                .block_on(spear::harness::netns::run_with_slirp(
+                .block_on(spear::harness::sandbox::netns::run_with_slirp(
                     runner.sandbox(),
                     spec,
                     &Default::default(),

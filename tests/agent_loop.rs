@@ -8,8 +8,6 @@
 mod compaction;
 #[path = "agent_loop/config.rs"]
 mod config;
-#[path = "agent_loop/layers.rs"]
-mod layers;
 #[path = "agent_loop/prompt.rs"]
 mod prompt;
 #[path = "agent_loop/refusals.rs"]

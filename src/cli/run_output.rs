@@ -6,8 +6,8 @@
 use std::io::{IsTerminal, Write};
 
 use spear::agent::event::{AgentEvent, StopReason};
-use spear::harness::audit::redact::redact_text;
 use spear::harness::primitives::ToolStatus;
+use spear::harness::secrets::redact_text;
 use spear::tools::envelope::ToolResultEnvelope;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

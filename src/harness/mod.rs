@@ -6,12 +6,12 @@
 
 pub mod audit;
 pub mod command_policy;
-pub mod netns;
 pub mod primitives;
 pub mod process;
 pub mod resource_control;
 pub mod runtime;
 pub mod sandbox;
+pub mod secrets;
 pub mod shell;
 pub mod target_policy;
 pub mod workspace;

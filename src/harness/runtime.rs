@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
-use crate::harness::netns::{self, IpPrefix};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::process::{CancelToken, OutputSink};
 use crate::harness::resource_control::process_cap::{self, HostFacts, ProcessCap};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
+use crate::harness::sandbox::netns::{self, IpPrefix};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use spear::harness::audit::redact::{is_secret_name, redact_text};
 use spear::harness::audit::summary::summarize_command;
 use spear::harness::audit::{
     AuditEvent, AuditLogger, AuditTarget, Decision, VerifyFailure, verify,
 };
 use spear::harness::command_policy::CommandClass;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
+use spear::harness::secrets::{is_secret_name, redact_text};
 
 pub struct Fixture {
     _dir: tempfile::TempDir,

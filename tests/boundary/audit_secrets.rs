@@ -3,10 +3,10 @@
 //! redaction marker must stand where it was); no here-document body, inline program or
 //! assignment value may reach it either, while the executable summary still does.
 
-use spear::harness::audit::redact::REDACTED;
 use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
 use spear::harness::command_policy::CommandClass;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
+use spear::harness::secrets::REDACTED;
 
 use super::audit::Fixture;
 

@@ -52,29 +52,3 @@ fn nothing_signals_or_waits_by_numeric_pid() {
         bad.join("\n")
     );
 }
-
-#[test]
-fn the_execution_layer_never_imports_the_decision_layer() {
-    let mut bad = Vec::new();
-    for (path, text) in all_sources() {
-        let exec_layer = [
-            "harness/sandbox",
-            "harness/netns",
-            "harness/process",
-            "harness/resource_control",
-        ]
-        .iter()
-        .any(|m| path.contains(m));
-        if exec_layer
-            && (text.contains("command_policy")
-                || text.contains("primitives::")
-                || text.contains("ExecutionMode"))
-        {
-            bad.push(path);
-        }
-    }
-    assert!(
-        bad.is_empty(),
-        "execution layer imports the decision layer: {bad:?}"
-    );
-}

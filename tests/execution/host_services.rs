@@ -9,10 +9,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, TcpListener};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-use spear::harness::netns::IpPrefix;
-use spear::harness::netns::refused::REFUSED_RANGES;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::harness::sandbox::netns::IpPrefix;
+use spear::harness::sandbox::netns::refused::REFUSED_RANGES;
 
 /// This machine's own addresses, read apart from Spear's code: IPv4 from the local routing
 /// table (`/proc/net/fib_trie`), IPv6 from `/proc/net/if_inet6`.
@@ -294,8 +294,8 @@ async fn regression_issue_8_the_sandbox_routing_table_refuses_what_is_not_the_in
 
 #[tokio::test]
 async fn a_route_the_kernel_refuses_stops_the_launch_before_the_command() {
-    use spear::harness::netns::routes::route_batch;
     use spear::harness::process::{NetnsPlan, NullSink};
+    use spear::harness::sandbox::netns::routes::route_batch;
     use spear::harness::sandbox::{End, LaunchLimits};
     let (_d, ws) = workspace();
     let r = runner(&ws);

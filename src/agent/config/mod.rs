@@ -136,7 +136,7 @@ pub struct Settings {
 pub struct HarnessSettings {
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
-    pub network_allow: Vec<crate::harness::netns::IpPrefix>,
+    pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,
     /// `[results] max_result_bytes` and `budget_bytes`.
     pub store_limits: crate::tools::result_store::StoreLimits,
     /// `[limits]`: per-command resource limits (rlimits and the process cap).

@@ -13,8 +13,8 @@ use super::{
     ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings,
     OPENAI_BASE_URL, ProviderConfig, Settings,
 };
-use crate::harness::netns::IpPrefix;
 use crate::harness::primitives::ExecutionMode;
+use crate::harness::sandbox::netns::IpPrefix;
 use crate::tools::result_store::StoreLimits;
 use crate::tools::turn::refusal_repeats;
 

@@ -8,7 +8,6 @@ mod chain;
 pub mod display;
 pub mod reader;
 mod record;
-pub mod redact;
 pub mod summary;
 mod summary_lex;
 

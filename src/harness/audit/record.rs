@@ -5,10 +5,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::redact::redact_text;
 use super::summary::summarize_command;
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ExecutionMode, ToolStatus};
+use crate::harness::secrets::redact_text;
 
 /// How the harness decided a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -10,9 +10,20 @@
 
 use std::ops::Range;
 
-use super::redact::{bound, redact_text};
 use super::summary_lex::{Kind, Token, lex};
 use crate::harness::command_policy::{SHELLS, interpreter};
+use crate::harness::secrets::redact_text;
+
+/// Longest command summary kept, in characters; a here-doc is not metadata.
+pub const MAX_SUMMARY_CHARS: usize = 1000;
+
+/// At most `MAX_SUMMARY_CHARS` characters, marked when cut.
+fn bound(s: &str) -> String {
+    match s.char_indices().nth(MAX_SUMMARY_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
 
 /// What stands where an assignment's value was.
 pub const OMITTED_VALUE: &str = "[value]";

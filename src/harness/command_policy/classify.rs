@@ -4,36 +4,16 @@
 //! feeding one). Each finding can only raise the class.
 
 use super::assessment::{CommandAssessment, CommandClass};
-use super::options::OptionSyntax;
+use super::invocations;
 use super::paths::{self, Scope};
-use super::tables;
+use super::tables::{self, base_name};
+use super::wrappers;
 use super::{PolicyConfig, scripts};
 use crate::harness::shell::{
     self, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
 };
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
-
-/// GNU make options that take a value.
-const MAKE_VALUES: &[&str] = &[
-    "-f",
-    "--file",
-    "--makefile",
-    "-C",
-    "--directory",
-    "-I",
-    "--include-dir",
-    "-j",
-    "--jobs",
-    "-l",
-    "--load-average",
-    "-o",
-    "--old-file",
-    "-W",
-    "--what-if",
-    "--new-file",
-    "--assume-new",
-];
 
 /// How many shells deep (`bash -c "bash -c …"`, `eval`) classification follows a command.
 pub const MAX_NESTED_SCRIPTS: usize = 8;
@@ -430,88 +410,18 @@ impl Cx<'_> {
 
     fn cross_command_rules(&mut self) {
         let f = self.facts;
-        let reads_program = |c: &SimpleCommand| super::invocations::stdin_program(&c.name, &c.args);
-        // Remote code piped into an interpreter: `curl … | sh`. One pass a pipeline: a stage that
-        // reads a program, after any stage that downloads (a 14,000-stage pipeline once took
-        // seconds when every pair was compared).
-        for stages in &f.pipelines {
-            let mut fetcher: Option<&SimpleCommand> = None;
-            for stage in stages {
-                let commands = &f.commands[stage.clone()];
-                if let Some(fetched) = fetcher
-                    && let Some(runner) = commands.iter().find(|c| reads_program(c).is_some())
-                {
-                    self.raise(
-                        Dangerous,
-                        format!(
-                            "pipes what `{}` downloads into `{}`, running remote code",
-                            fetched.name.value, runner.name.value
-                        ),
-                    );
-                }
-                if fetcher.is_none() {
-                    fetcher = commands.iter().find(|c| is_fetcher(c));
-                }
-            }
-        }
-        // Variables holding downloaded text: `x=$(curl …); eval "$x"`.
-        let tainted: Vec<&str> = f
-            .assignments
-            .iter()
-            .chain(f.commands.iter().flat_map(|c| c.assignments.iter()))
-            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
-            .filter(|a| {
-                a.value
-                    .as_ref()
-                    .is_some_and(|v| v.substitutions.iter().any(|i| is_fetcher(&f.commands[*i])))
-            })
-            .map(|a| a.name.as_str())
-            .collect();
-        // Remote code substituted into an interpreter: `bash <(curl …)`, `eval "$(wget …)"`.
+        self.piped_downloads();
+        let tainted = self.tainted_vars();
         for c in &f.commands {
             // Through wrappers too: `time bash <(curl …)`, `nice eval "$(wget …)"`.
-            let (name, args) = super::runners::innermost(&c.name, &c.args);
+            let (name, args) = wrappers::innermost(&c.name, &c.args);
             if name.dynamic {
                 continue;
             }
             let key = base_name(&name.value);
-            let runs_code = tables::SHELLS.contains(&key)
-                || tables::interpreter(key).is_some()
-                || ["eval", "source", ".", "trap"].contains(&key);
-            if !runs_code {
-                continue;
-            }
-            let words = || {
-                args.iter()
-                    .chain(c.redirects.iter().filter_map(|r| r.target.as_ref()))
-            };
-            for w in words() {
-                if let Some(fetcher) = w
-                    .substitutions
-                    .iter()
-                    .map(|i| &f.commands[*i])
-                    .find(|x| is_fetcher(x))
-                {
-                    self.raise(
-                        Dangerous,
-                        format!("`{key}` runs code that `{}` downloads", fetcher.name.value),
-                    );
-                }
-            }
-            for w in words() {
-                if let Some(var) = tainted.iter().find(|v| {
-                    w.raw.contains(&format!("${v}")) || w.raw.contains(&format!("${{{v}"))
-                }) {
-                    self.raise(
-                        Dangerous,
-                        format!("`{key}` runs `${var}`, which holds downloaded text"),
-                    );
-                }
-            }
+            self.runs_downloaded(c, key, args, &tainted);
             // A here-string fed to a shell is a script.
-            if tables::SHELLS.contains(&key)
-                && super::invocations::stdin_program(name, args).is_some()
-            {
+            if tables::SHELLS.contains(&key) && invocations::stdin_program(name, args).is_some() {
                 for r in c
                     .redirects
                     .iter()
@@ -534,17 +444,17 @@ impl Cx<'_> {
         const LOOKUPS: &[&str] = &["pidof", "pgrep", "ps", "lsof", "fuser"];
         let f = self.facts;
         let lookup = |c: &SimpleCommand| {
-            let (name, _) = super::runners::innermost(&c.name, &c.args);
+            let (name, _) = wrappers::innermost(&c.name, &c.args);
             (!name.dynamic && LOOKUPS.contains(&base_name(&name.value)))
                 .then(|| base_name(&name.value).to_string())
         };
         let is_kill = |c: &SimpleCommand| {
-            let (name, _) = super::runners::innermost(&c.name, &c.args);
+            let (name, _) = wrappers::innermost(&c.name, &c.args);
             !name.dynamic && base_name(&name.value) == "kill"
         };
         let mut found: Option<String> = None;
         for c in f.commands.iter().filter(|c| is_kill(c)) {
-            let (_, args) = super::runners::innermost(&c.name, &c.args);
+            let (_, args) = wrappers::innermost(&c.name, &c.args);
             found = found.or_else(|| {
                 args.iter()
                     .flat_map(|a| a.substitutions.iter())
@@ -566,138 +476,6 @@ impl Cx<'_> {
                 Dangerous,
                 format!("`kill` signals the processes `{by}` finds by name, which reaches beyond the sandbox"),
             );
-        }
-    }
-
-    /// A file a fetcher saved, then run: `curl -o i.sh URL && sh i.sh`, `wget -O x URL; ./x`,
-    /// `curl URL > i.sh; . i.sh`, `curl URL | tee i.sh; bash i.sh`. As dangerous as the pipe.
-    fn downloaded_then_run(&mut self) {
-        let f = self.facts;
-        let plain = |v: &str| {
-            let mut v = v;
-            while let Some(rest) = v.strip_prefix("./") {
-                v = rest;
-            }
-            v.to_string()
-        };
-        // Each file saved, with the fetcher that saved it.
-        let mut saved: std::collections::HashMap<String, String> = Default::default();
-        let mut first_fetcher: Option<String> = None;
-        for c in &f.commands {
-            let (name, args) = super::runners::innermost(&c.name, &c.args);
-            if name.dynamic || !tables::FETCHERS.contains(&base_name(&name.value)) {
-                continue;
-            }
-            let key = base_name(&name.value).to_string();
-            first_fetcher.get_or_insert_with(|| key.clone());
-            let files = super::commands::downloaded_files(&key, args)
-                .into_iter()
-                .chain(
-                    c.redirects
-                        .iter()
-                        .filter(|r| r.kind.writes() && r.fd.as_deref().is_none_or(|fd| fd == "1"))
-                        .filter_map(|r| r.target.as_ref())
-                        .filter(|t| t.is_static())
-                        .map(|t| t.value.clone()),
-                );
-            for file in files {
-                saved.entry(plain(&file)).or_insert_with(|| key.clone());
-            }
-        }
-        // `curl URL | tee f`: what tee saves after a download in the same pipeline.
-        for stages in &f.pipelines {
-            let mut fetcher: Option<String> = None;
-            for stage in stages {
-                for t in &f.commands[stage.clone()] {
-                    let (name, args) = super::runners::innermost(&t.name, &t.args);
-                    if name.dynamic {
-                        continue;
-                    }
-                    let key = base_name(&name.value);
-                    if let Some(fetched) = &fetcher
-                        && key == "tee"
-                    {
-                        for a in args
-                            .iter()
-                            .filter(|a| a.is_static() && !a.value.starts_with('-'))
-                        {
-                            saved
-                                .entry(plain(&a.value))
-                                .or_insert_with(|| fetched.clone());
-                        }
-                    }
-                    if fetcher.is_none() && tables::FETCHERS.contains(&key) {
-                        fetcher = Some(key.to_string());
-                    }
-                }
-            }
-        }
-        // The grammar hangs `a && curl URL > f` on the list, not on `curl`: with a fetcher in the
-        // line, a file a statement-level redirection writes may be the download.
-        if let Some(fetcher) = first_fetcher {
-            for t in f
-                .statement_redirects
-                .iter()
-                .filter(|r| r.kind.writes())
-                .filter_map(|r| r.target.as_ref())
-                .filter(|t| t.is_static())
-            {
-                saved
-                    .entry(plain(&t.value))
-                    .or_insert_with(|| fetcher.clone());
-            }
-        }
-        if saved.is_empty() {
-            return;
-        }
-        for c in &f.commands {
-            let (name, args) = super::runners::innermost(&c.name, &c.args);
-            if name.dynamic {
-                continue;
-            }
-            let key = base_name(&name.value);
-            // The script file each runs, not its other operands (`python3 x.py data.json`).
-            let mut run: Vec<&str> = vec![name.value.as_str()];
-            if tables::SHELLS.contains(&key) {
-                let shell = super::invocations::ShellArgs::parse(args);
-                run.extend(
-                    shell
-                        .script
-                        .filter(|_| shell.command.is_none())
-                        .map(|w| w.value.as_str()),
-                );
-            } else if let Some(flags) = tables::interpreter(key) {
-                let code = super::invocations::Interp::parse(key, flags, args);
-                if code.inline.is_empty() && code.module.is_none() {
-                    run.extend(code.operands.first().map(|w| w.value.as_str()));
-                }
-            } else if ["source", "."].contains(&key) {
-                run.extend(args.first().map(|w| w.value.as_str()));
-            }
-            // A makefile is a program too: `make -f FILE`, `--file=FILE`, `-fFILE`.
-            let makefiles = ["make", "gmake"]
-                .contains(&key)
-                .then(|| super::options::parse(args, OptionSyntax::gnu(MAKE_VALUES)));
-            if let Some(parsed) = &makefiles {
-                run.extend(
-                    ["-f", "--file", "--makefile"]
-                        .iter()
-                        .flat_map(|o| parsed.values_of(o)),
-                );
-            }
-            for value in run {
-                let file = plain(value);
-                if let Some(fetcher) = saved.get(&file) {
-                    self.raise(
-                        Dangerous,
-                        format!(
-                            "`{}` runs `{file}`, which `{fetcher}` downloaded",
-                            name.value
-                        ),
-                    );
-                    break;
-                }
-            }
         }
     }
 
@@ -724,15 +502,15 @@ impl Cx<'_> {
             }
             for r in readers {
                 let c = &f.commands[r];
-                match super::invocations::stdin_program(&c.name, &c.args) {
-                    Some(super::invocations::Program::Shell) => {
+                match invocations::stdin_program(&c.name, &c.args) {
+                    Some(invocations::Program::Shell) => {
                         self.raise(
                             ShellComplex,
                             format!("a here-document is run as a script by `{}`", c.name.value),
                         );
                         self.nested_script(&doc.body.clone());
                     }
-                    Some(super::invocations::Program::Code) => {
+                    Some(invocations::Program::Code) => {
                         self.raise(
                             ShellComplex,
                             format!("a here-document is run as a program by `{}`", c.name.value),
@@ -759,7 +537,7 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
     // the command it runs.
     let mut moves: Vec<Scope> = Vec::new();
     for c in &f.commands {
-        for (name, args) in super::runners::layers(&c.name, &c.args) {
+        for (name, args) in wrappers::layers(&c.name, &c.args) {
             if name.dynamic {
                 continue;
             }
@@ -798,17 +576,6 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
     worst
 }
 
-pub(crate) fn base_name(v: &str) -> &str {
-    match v.rsplit_once('/') {
-        Some((dir, base))
-            if tables::SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir }) =>
-        {
-            base
-        }
-        _ => v,
-    }
-}
-
 /// `"$DIR"/*`, `$X/`, `${X}/x`: a path that starts with a variable and a slash is `/…` when the
 /// variable is empty. `${X:?}` stops the command instead, and bash always sets `PWD`.
 fn expands_to_root(target: &Word) -> bool {
@@ -831,12 +598,6 @@ fn expands_to_root(target: &Word) -> bool {
     let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let after = after.strip_prefix('"').unwrap_or(after);
     plain && name != "PWD" && after.starts_with('/')
-}
-
-/// A command that downloads, also behind wrappers (`nice curl …`, `time wget …`).
-fn is_fetcher(c: &SimpleCommand) -> bool {
-    let (name, _) = super::runners::innermost(&c.name, &c.args);
-    !name.dynamic && tables::FETCHERS.contains(&base_name(&name.value))
 }
 
 /// Apply bash brace expansion to a command's words (`{rm,-rf,/}` is `rm -rf /`).

@@ -1,48 +1,17 @@
 //! Rules for one executable: the allow-list first, then what the classifier knows by name
-//! (privilege, disks, writers, builds, network, git, sed, find), and unknown last. The last arm
+//! (privilege, disks, writers, builds, network, git and downloads in their own modules, sed,
+//! find), and unknown last. The last arm
 //! is the default deny: a name nobody listed is SHELL_COMPLEX.
 
 use super::allowlist;
 use super::assessment::CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
+use super::git::first_operand_after_globals;
 use super::options::{self, OptionSyntax};
 use super::paths;
 use super::scripts;
 use super::tables;
 use crate::harness::shell::Word;
-
-/// A fetcher's output-file options and its parsed arguments.
-fn parse_download<'a>(
-    key: &str,
-    args: &'a [Word],
-) -> (&'static [&'static str], options::Parsed<'a>) {
-    let (outputs, others) = if key == "curl" {
-        (tables::CURL_OUTPUT_FILES, tables::CURL_VALUES)
-    } else {
-        (tables::WGET_OUTPUT_FILES, tables::WGET_VALUES)
-    };
-    let with_value: Vec<&str> = outputs.iter().chain(others).copied().collect();
-    (
-        outputs,
-        options::parse(args, OptionSyntax::gnu(&with_value)),
-    )
-}
-
-/// The files a `curl`/`wget` call saves what it downloads to, as named (`-o f`, `-O f`).
-pub(crate) fn downloaded_files(key: &str, args: &[Word]) -> Vec<String> {
-    let (outputs, parsed) = parse_download(key, args);
-    parsed
-        .options
-        .iter()
-        .filter(|opt| {
-            outputs
-                .iter()
-                .any(|o| options::option_matches(&opt.name, o))
-        })
-        .filter_map(|opt| opt.value.clone())
-        .filter(|v| v != "-")
-        .collect()
-}
 
 /// GNU tar options that take a value.
 const TAR_VALUES: &[&str] = &[
@@ -394,127 +363,6 @@ impl Cx<'_> {
         }
     }
 
-    fn git(&mut self, args: &[Word], listed_but: Option<String>) {
-        let v: Vec<&str> = args.iter().map(|a| a.value.as_str()).collect();
-        let sub = first_operand_after_globals(args);
-        if sub == Some("push")
-            && v.iter().any(|a| {
-                [
-                    "-f",
-                    "--force",
-                    "--force-with-lease",
-                    "--mirror",
-                    "--force-if-includes",
-                ]
-                .contains(a)
-                    || a.starts_with("--force")
-                    || (a.starts_with('+') && a.len() > 1)
-                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
-            })
-        {
-            self.raise(
-                Dangerous,
-                "`git push --force` rewrites history others depend on",
-            );
-            return;
-        }
-        let mutating = [
-            "add",
-            "commit",
-            "checkout",
-            "switch",
-            "restore",
-            "reset",
-            "rm",
-            "mv",
-            "merge",
-            "rebase",
-            "cherry-pick",
-            "revert",
-            "stash",
-            "apply",
-            "am",
-            "init",
-            "clone",
-            "pull",
-            "fetch",
-            "push",
-            "tag",
-            "branch",
-            "clean",
-            "gc",
-            "prune",
-            "worktree",
-            "submodule",
-            "notes",
-            "bisect",
-            "config",
-            "remote",
-            "update-index",
-            "update-ref",
-            "commit-tree",
-            "replace",
-            "filter-branch",
-            "format-patch",
-            "mergetool",
-            "sparse-checkout",
-        ];
-        let globals_forbidden = v.iter().take_while(|a| Some(**a) != sub).any(|a| {
-            [
-                "-c",
-                "--config-env",
-                "--exec-path",
-                "--git-dir",
-                "--work-tree",
-                "-p",
-                "--paginate",
-            ]
-            .iter()
-            .any(|f| a == f || a.starts_with(&format!("{f}=")))
-        });
-        match sub {
-            _ if globals_forbidden
-                || v.iter().any(|a| {
-                    a.starts_with("--upload-pack")
-                        || a.starts_with("--receive-pack")
-                        || a.starts_with("--exec=")
-                }) =>
-            {
-                self.raise(
-                    ShellComplex,
-                    listed_but.unwrap_or_else(|| {
-                        "`git` is given options that can run other programs".into()
-                    }),
-                );
-            }
-            Some(s) if mutating.contains(&s) => {
-                self.raise(
-                    WorkspaceMutating,
-                    format!("`git {s}` changes the repository or the working tree"),
-                );
-                // `git -C DIR clean -fdx` changes DIR's repository, wherever it is.
-                let globals = &args[..args.iter().position(|a| a.value == s).unwrap_or(0)];
-                for (i, a) in globals.iter().enumerate() {
-                    if a.value == "-C"
-                        && let Some(dir) = globals.get(i + 1)
-                    {
-                        // `clean` deletes whole untracked trees there.
-                        let kind = if s == "clean" {
-                            WriteKind::Recursive
-                        } else {
-                            WriteKind::Plain
-                        };
-                        self.write_target(dir, &format!("`git -C … {s}`"), kind);
-                    }
-                }
-            }
-            _ => {
-                let why = listed_but.unwrap_or_else(|| "`git` without a known subcommand".into());
-                self.raise(ShellComplex, why);
-            }
-        }
-    }
-
     /// The directory an archiver extracts into or works in (`tar -C /etc -x`, `unzip -d /etc`,
     /// `7z x -o/etc`): a write there, judged like any other.
     fn archive_directory(&mut self, key: &str, args: &[Word]) {
@@ -687,55 +535,6 @@ impl Cx<'_> {
         }
     }
 
-    fn download(&mut self, key: &str, args: &[Word]) {
-        let (outputs, parsed) = parse_download(key, args);
-        let mut wrote = false;
-        for opt in &parsed.options {
-            if let Some(o) = outputs
-                .iter()
-                .find(|o| options::option_matches(&opt.name, o))
-                && let Some(v) = &opt.value
-                && v != "-"
-            {
-                self.write_target(&Word::literal(v), &format!("`{key} {o}`"), WriteKind::Plain);
-                wrote = true;
-            }
-        }
-        if key == "curl" && (parsed.has("-K") || parsed.has("--config")) {
-            self.raise(
-                ShellComplex,
-                "`curl -K` reads options, including output files, from a config file",
-            );
-        }
-        let names_remote = parsed.has("-O")
-            || parsed.has("--remote-name")
-            || parsed.has("--remote-name-all")
-            || parsed.has("-J");
-        if (key == "curl" && names_remote)
-            || (key == "wget"
-                && !wrote
-                && parsed.value_of("-O") != Some("-")
-                && parsed.value_of("--output-document") != Some("-"))
-        {
-            self.raise(
-                WorkspaceMutating,
-                format!("`{key}` saves what it downloads under a name the server chooses"),
-            );
-        }
-        if !wrote && key == "curl" && !names_remote {
-            self.raise(
-                ShellComplex,
-                format!("`{key}` is used with options outside its read-only form"),
-            );
-        } else if key == "curl"
-            && let Some(Err(why)) = allowlist::lookup(key, &without_outputs(outputs, &parsed))
-        {
-            // Saving what it fetches is a write; uploading (`-T`), posting a file (`-d @f`) or
-            // reaching a local socket besides is more than that.
-            self.raise(ShellComplex, why);
-        }
-    }
-
     fn patch(&mut self, args: &[Word]) {
         let parsed = options::parse(
             args,
@@ -829,35 +628,6 @@ impl Cx<'_> {
             );
         }
     }
-}
-
-/// curl's arguments without the options that only say where it saves (`-o F`, `-O`,
-/// `--output-dir D`), to judge the rest against the allow-list.
-fn without_outputs(outputs: &[&str], parsed: &options::Parsed) -> Vec<Word> {
-    const SAVING: &[&str] = &[
-        "-O",
-        "--remote-name",
-        "--remote-name-all",
-        "-J",
-        "--remote-header-name",
-        "--create-dirs",
-        "--output-dir",
-    ];
-    let mut rest = Vec::new();
-    for opt in &parsed.options {
-        if outputs
-            .iter()
-            .chain(SAVING)
-            .any(|o| options::option_matches(&opt.name, o))
-        {
-            continue;
-        }
-        rest.push(Word::literal(&opt.name));
-        rest.extend(opt.value.as_deref().map(Word::literal));
-    }
-    rest.push(Word::literal("--"));
-    rest.extend(parsed.operands.iter().map(|w| (*w).clone()));
-    rest
 }
 
 /// ssh options that take a value.
@@ -1107,31 +877,4 @@ fn first_operand(args: &[Word]) -> Option<&str> {
     args.iter()
         .map(|a| a.value.as_str())
         .find(|v| !v.starts_with('-') || v.len() > 1 && v.starts_with("-S"))
-}
-
-/// The git subcommand, skipping global options (and the values of `-C`, `-c`, …).
-pub(crate) fn first_operand_after_globals(args: &[Word]) -> Option<&str> {
-    let mut i = 0;
-    while i < args.len() {
-        let v = args[i].value.as_str();
-        if !v.starts_with('-') {
-            return Some(v);
-        }
-        i += if [
-            "-C",
-            "-c",
-            "--git-dir",
-            "--work-tree",
-            "--namespace",
-            "--config-env",
-            "--super-prefix",
-        ]
-        .contains(&v)
-        {
-            2
-        } else {
-            1
-        };
-    }
-    None
 }

@@ -2,8 +2,8 @@
 //! from standard input. The cross-command rules (downloads piped or saved and then run, here-
 //! documents fed to a shell) and the per-command rules both read invocations through here.
 
-use super::classify::base_name;
-use super::tables;
+use super::tables::{self, base_name};
+use super::wrappers;
 use crate::harness::shell::Word;
 
 /// What a command reads from standard input when it reads a program there.
@@ -38,7 +38,7 @@ pub(crate) fn stdin_program(name: &Word, args: &[Word]) -> Option<Program> {
     }
     if tables::WRAPPERS.contains(&key) {
         // `… | nice sh`, `… | timeout 60 bash`, `… | env X=1 python3`.
-        let inner = super::runners::wrapped_index(key, args)?;
+        let inner = wrappers::wrapped_index(key, args)?;
         return stdin_program(&args[inner], &args[inner + 1..]);
     }
     if let Some(flags) = tables::interpreter(key) {

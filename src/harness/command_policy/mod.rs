@@ -7,7 +7,9 @@ mod assessment;
 mod authorize;
 mod classify;
 mod commands;
+mod downloads;
 mod env_args;
+mod git;
 mod invocations;
 mod options;
 mod paths;
@@ -15,6 +17,7 @@ mod profile;
 mod runners;
 mod scripts;
 mod tables;
+mod wrappers;
 
 pub use assessment::{CommandAssessment, CommandClass};
 pub use authorize::{

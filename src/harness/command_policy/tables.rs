@@ -662,3 +662,13 @@ pub(crate) const WGET_VALUES: &[&str] = &[
     "-t",
     "--tries",
 ];
+
+/// The rule key of a command name: `/usr/bin/rm` is `rm`; a program elsewhere keeps its path.
+pub(crate) fn base_name(v: &str) -> &str {
+    match v.rsplit_once('/') {
+        Some((dir, base)) if SYSTEM_BIN_DIRS.contains(&if dir.is_empty() { "/" } else { dir }) => {
+            base
+        }
+        _ => v,
+    }
+}

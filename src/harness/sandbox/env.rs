@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::harness::audit::redact;
+use crate::harness::secrets;
 
 /// Names passed through from the host when present (besides every `LC_*`).
 const ALLOWED: &[&str] = &[
@@ -26,16 +26,16 @@ const ALLOWED: &[&str] = &[
 /// The default `PATH` inside the sandbox: the system directories that are always bound.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// A secret-looking name, by the audit log's rules: one definition of "secret" for what is
-/// recorded and for what may enter a sandbox.
+/// A secret-looking name, by `secrets`' rules: one definition of "secret" for what the audit
+/// log records and for what may enter a sandbox.
 pub fn name_looks_secret(name: &str) -> bool {
-    redact::is_secret_name(name)
+    secrets::is_secret_name(name)
 }
 
-/// A value holding a credential (`sk-…`, `ghp_…`, PEM, JWT, `Bearer …`, URL passwords): one the
-/// audit log's redaction would change.
+/// A value holding a credential (`sk-…`, `ghp_…`, PEM, JWT, `Bearer …`, URL passwords): one
+/// redaction (the audit log's too) would change.
 pub fn value_looks_secret(value: &str) -> bool {
-    redact::redact_text(value) != value
+    secrets::redact_text(value) != value
 }
 
 /// The `PATH` for the sandbox: the system path, plus host `PATH` entries that lie inside a

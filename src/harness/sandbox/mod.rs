@@ -5,8 +5,9 @@
 
 pub mod argv;
 pub mod env;
-pub(crate) mod launch;
+mod launch;
 pub mod ledger;
+pub mod netns;
 pub mod placeholders;
 pub mod preflight;
 mod preflight_cache;

@@ -10,6 +10,7 @@
 //! rest is not read, and that is reported as a parse error, never taken as absent.
 
 pub mod budget;
+mod heredocs;
 mod keywords;
 mod walk;
 mod words;
@@ -325,7 +326,7 @@ fn reread_heredocs(
     if facts.heredocs.is_empty() && !heredoc_misparse {
         return;
     }
-    let (blanked, bodies) = walk::blank_heredocs(source, tree);
+    let (blanked, bodies) = heredocs::blank_heredocs(source, tree);
     for doc in facts.heredocs.iter_mut() {
         if let Some((_, body, quoted)) = bodies.iter().find(|(op, _, _)| *op == doc.operator_at) {
             doc.body = body.clone();

@@ -1,6 +1,8 @@
-//! Secret redaction for audit records. Names that look secret lose their value; value-shaped
-//! secrets are redacted wherever they appear. A `RegexSet` decides in one pass whether any rule
-//! applies, so the common case (nothing secret) costs one scan.
+//! Secret detection, shared by the audit log's redaction and the sandbox's environment
+//! allow-list. A leaf: it imports nothing of the crate, so both can use it without the
+//! execution layer knowing the audit log exists. Names that look secret lose their value;
+//! value-shaped secrets are redacted wherever they appear. A `RegexSet` decides in one pass
+//! whether any rule applies, so the common case (nothing secret) costs one scan.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
@@ -26,9 +28,6 @@ const SECRET_NAME_PARTS: [&str; 13] = [
     "COOKIE",
     "SESSION",
 ];
-
-/// Longest command summary kept, in characters; a here-doc is not metadata.
-pub const MAX_SUMMARY_CHARS: usize = 1000;
 
 /// Does `name` look like it holds a secret (`API_KEY`, `github_token`, `X-Auth-User`)?
 pub fn is_secret_name(name: &str) -> bool {
@@ -252,14 +251,6 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
-}
-
-/// At most `MAX_SUMMARY_CHARS` characters, marked when cut.
-pub(crate) fn bound(s: &str) -> String {
-    match s.char_indices().nth(MAX_SUMMARY_CHARS) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -26,11 +26,9 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
+use super::launch::{KILL_GRACE, Running};
+use super::{BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec};
 use crate::harness::process::{ForeignProcess, NetnsPlan, OutputSink, SpawnRequest, spawn_held};
-use crate::harness::sandbox::launch::KILL_GRACE;
-use crate::harness::sandbox::{
-    BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec,
-};
 
 /// slirp's DNS forwarder inside the sandbox network.
 pub const SLIRP_DNS: &str = "10.0.2.3";
@@ -177,7 +175,7 @@ fn verify_refusals(inner: &ForeignProcess, pid: i32, refused: &[IpPrefix]) -> Re
 /// Pin the sandbox's namespaces and start slirp4netns on them; returns the helper once ready
 /// and the refusal routes are confirmed in place.
 async fn attach(
-    running: &mut crate::harness::sandbox::launch::Running,
+    running: &mut Running,
     slirp: &std::path::Path,
     allow_host_loopback: bool,
     refused: &[IpPrefix],

@@ -1,0 +1,104 @@
+//! The layers of DESIGN.md, read from the source: every `use`, `crate::`, `super::`, `self::`
+//! and (in the binary) `spear::` path of every file under `src/`, judged against one table
+//! (`layers/table.rs`). A breach names the file, the line and the rule it breaks.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
+
+#[path = "layers/check.rs"]
+mod check;
+#[path = "layers/fixture.rs"]
+mod fixture;
+#[path = "layers/lex.rs"]
+mod lex;
+#[path = "layers/scan.rs"]
+mod scan;
+#[path = "layers/table.rs"]
+mod table;
+
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` under `src/`, by its path relative to the package.
+fn sources() -> scan::Sources {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = scan::Sources::new();
+    let mut dirs = vec![root.join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel: PathBuf = p.strip_prefix(root).unwrap().to_path_buf();
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+const CRATES: [scan::CrateRoot; 2] = [
+    scan::CrateRoot {
+        name: "spear",
+        root: "src/lib.rs",
+    },
+    scan::CrateRoot {
+        name: "main",
+        root: "src/main.rs",
+    },
+];
+
+#[test]
+fn the_table_is_well_formed() {
+    let errors = check::table_errors(table::TABLE);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn every_import_in_src_keeps_to_the_table() {
+    let src = sources();
+    let scan = scan::scan(&src, &CRATES, "spear");
+    let breaches = check::check(table::TABLE, &scan);
+    let shown: Vec<String> = breaches.iter().map(ToString::to_string).collect();
+    assert!(
+        breaches.is_empty(),
+        "{} breach(es) of the layer table (tests/layers/table.rs):\n{}",
+        shown.len(),
+        shown.join("\n")
+    );
+    // Positive controls: every file was placed, and the scan saw the edges the design is
+    // made of, so an empty breach list is not an empty scan.
+    assert_eq!(scan.modules.len(), src.len());
+    assert!(scan.references.len() > 500, "{}", scan.references.len());
+    let seen = |from: &str, to: &str| {
+        scan.references.iter().any(|r| {
+            check::place(table::TABLE, &r.from).map(|l| l.name) == Some(from)
+                && check::place(table::TABLE, &r.target).map(|l| l.name) == Some(to)
+        })
+    };
+    for (from, to) in [
+        ("runtime", "sandbox"),
+        ("runtime", "execution profile"),
+        ("sandbox", "process"),
+        ("sandbox", "secrets"),
+        ("audit", "secrets"),
+        ("command_policy", "shell"),
+        ("coding tools", "tools"),
+        ("agent", "tools"),
+        ("tui", "agent"),
+        ("cli", "tui"),
+    ] {
+        assert!(seen(from, to), "no reference from {from} to {to} was seen");
+    }
+}
+
+#[test]
+fn harness_modules_import_their_siblings_without_cycles() {
+    let src = sources();
+    let scan = scan::scan(&src, &CRATES, "spear");
+    let cycles = check::sibling_cycles(&scan, "spear::harness");
+    assert!(
+        cycles.is_empty(),
+        "import cycles among sibling modules:\n{}",
+        cycles.join("\n")
+    );
+}

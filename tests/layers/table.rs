@@ -1,0 +1,332 @@
+//! The allowed-dependency table of every module of `src/`: DESIGN.md's direction
+//! (`harness` <- `tools` <- `agent` <- `tui` <- `main.rs`/cli) and, inside the harness, the
+//! decision layer (primitives, shell, command_policy) that knows nothing of confinement, the
+//! boundary (workspace, target_policy), the execution layer (process, resource_control, sandbox
+//! with its network path) that never knows why a command was allowed, the audit log, and
+//! `runtime::CommandRunner`, the one place an `ExecutionProfile` crosses into execution.
+//!
+//! A layer may use only what its row lists, and each listed edge says why it is legitimate.
+//! Item rows (`within`) narrow an edge to the values a layer hands out, so "the coding tools may
+//! use a resolved `WorkspacePath`" does not also mean "the coding tools may open a `Workspace`".
+//! A file that names no module of ours needs no row (the crate roots only declare modules).
+
+use super::check::Layer;
+
+const NONE: &[(&str, &str)] = &[];
+
+pub const TABLE: &[Layer] = &[
+    // ---- harness: leaves -------------------------------------------------------------------
+    Layer {
+        name: "secrets",
+        holds: &["spear::harness::secrets"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    // ---- harness: decision ------------------------------------------------------------------
+    Layer {
+        name: "primitives",
+        holds: &["spear::harness::primitives"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "shell",
+        holds: &["spear::harness::shell"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "command_policy",
+        holds: &["spear::harness::command_policy"],
+        within: None,
+        may_use: &[
+            (
+                "primitives",
+                "a mode's grants (CapabilityPolicy) decide what a class needs",
+            ),
+            (
+                "shell",
+                "classification works on the real bash parse, never on the string",
+            ),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "execution profile",
+        holds: &[
+            "spear::harness::command_policy::profile",
+            "spear::harness::command_policy::ExecutionProfile",
+        ],
+        within: Some("command_policy"),
+        may_use: &[("primitives", "a profile is the set of capabilities granted")],
+        private: &[],
+    },
+    // ---- harness: boundary ------------------------------------------------------------------
+    Layer {
+        name: "workspace",
+        holds: &["spear::harness::workspace"],
+        within: None,
+        may_use: &[(
+            "primitives",
+            "a snapshot comparison yields WorkspaceChanges",
+        )],
+        private: &[],
+    },
+    Layer {
+        name: "workspace values",
+        holds: &[
+            "spear::harness::workspace::WorkspacePath",
+            "spear::harness::workspace::Access",
+            "spear::harness::workspace::FsError",
+            "spear::harness::workspace::PathRefusalKind",
+        ],
+        within: Some("workspace"),
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "target_policy",
+        holds: &["spear::harness::target_policy"],
+        within: None,
+        may_use: &[
+            ("workspace", "a target is a resolved workspace path"),
+            (
+                "command_policy",
+                "a command's writes are the ones its CommandAssessment found",
+            ),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "target writer",
+        holds: &["spear::harness::target_policy::Writer"],
+        within: Some("target_policy"),
+        may_use: NONE,
+        private: &[],
+    },
+    // ---- harness: audit ---------------------------------------------------------------------
+    Layer {
+        name: "audit",
+        holds: &["spear::harness::audit"],
+        within: None,
+        may_use: &[
+            ("primitives", "a record holds the mode and the status"),
+            (
+                "command_policy",
+                "a record holds the class; summaries know which executables are shells",
+            ),
+            ("secrets", "every record is redacted"),
+        ],
+        private: &[],
+    },
+    // ---- harness: execution -----------------------------------------------------------------
+    Layer {
+        name: "process",
+        holds: &["spear::harness::process"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "resource_control",
+        holds: &["spear::harness::resource_control"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "sandbox",
+        holds: &["spear::harness::sandbox"],
+        within: None,
+        may_use: &[
+            (
+                "process",
+                "the sandbox child is spawned, watched and killed through pidfds",
+            ),
+            (
+                "resource_control",
+                "the sandbox runs inside its cgroup scope and rlimits",
+            ),
+            (
+                "secrets",
+                "the environment allow-list drops secret-looking variables",
+            ),
+        ],
+        private: &[(
+            "spear::harness::sandbox::launch",
+            "a running sandbox is driven only from inside sandbox/ (netns included); \
+             other layers go through BubblewrapSandbox",
+        )],
+    },
+    Layer {
+        name: "network allow-list",
+        holds: &["spear::harness::sandbox::netns::IpPrefix"],
+        within: Some("sandbox"),
+        may_use: NONE,
+        private: &[],
+    },
+    // ---- harness: composition ---------------------------------------------------------------
+    Layer {
+        name: "runtime",
+        holds: &["spear::harness::runtime"],
+        within: None,
+        may_use: &[
+            (
+                "execution profile",
+                "the one value that crosses from decision into execution",
+            ),
+            ("primitives", "CommandRunner answers with a ToolResult"),
+            ("sandbox", "CommandRunner owns the sandbox"),
+            ("process", "it streams output and honours cancellation"),
+            (
+                "resource_control",
+                "it owns the resource contracts and checks their mechanisms",
+            ),
+            (
+                "workspace",
+                "changed paths come from a snapshot before and after",
+            ),
+        ],
+        private: &[],
+    },
+    // ---- tools ------------------------------------------------------------------------------
+    Layer {
+        name: "tools",
+        holds: &["spear::tools"],
+        within: None,
+        may_use: &[
+            ("primitives", "every call ends in a ToolResult, in a mode"),
+            (
+                "shell",
+                "host commands are recognised on the bash parse (host_command)",
+            ),
+            (
+                "command_policy",
+                "the router classifies and authorizes; the gates judge what classify found",
+            ),
+            (
+                "workspace",
+                "the gates resolve every path; SpearHost holds the Workspace",
+            ),
+            (
+                "target_policy",
+                "the gates refuse generated, snapshot and third-party targets",
+            ),
+            (
+                "audit",
+                "the audit observer records every mutating attempt and refusal",
+            ),
+            (
+                "runtime",
+                "runner_executor is the terminal's CommandExecutor backed by CommandRunner",
+            ),
+            (
+                "process",
+                "the executor seam shares the runner's output streams and cancel token",
+            ),
+            (
+                "coding tools",
+                "the registry of the coding surface is built from them",
+            ),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "coding tools",
+        holds: &["spear::tools::coding"],
+        within: None,
+        may_use: &[
+            (
+                "tools",
+                "a tool is a handler the router drives; it reaches the harness through SpearHost",
+            ),
+            ("primitives", "a tool answers with a ToolResult"),
+            (
+                "workspace values",
+                "a tool acts on the paths the gates resolved, never on the Workspace",
+            ),
+            (
+                "target writer",
+                "a tool says which writer it is, for the target gate",
+            ),
+        ],
+        private: &[],
+    },
+    // ---- agent, tui, cli --------------------------------------------------------------------
+    Layer {
+        name: "agent",
+        holds: &["spear::agent"],
+        within: None,
+        may_use: &[
+            ("tools", "every model call goes through the router"),
+            (
+                "primitives",
+                "modes, statuses and results are the harness's words",
+            ),
+            (
+                "command_policy",
+                "events and refusals carry the class and assessment",
+            ),
+            ("workspace", "the prompt names the workspace roots"),
+            ("audit", "a session links to its audit records"),
+            (
+                "network allow-list",
+                "the config file names the network allow-list",
+            ),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "tui",
+        holds: &["spear::tui"],
+        within: None,
+        may_use: &[
+            ("agent", "the screen drives the agent"),
+            ("tools", "the screen shows envelopes and drives the router"),
+            (
+                "coding tools",
+                "diffs of a pending patch are the patch tool's own",
+            ),
+            (
+                "primitives",
+                "modes, statuses and results are the harness's words",
+            ),
+            ("command_policy", "the ASK dialog shows the class and why"),
+            ("workspace", "paths are shown relative to the workspace"),
+            ("audit", "the audit pane reads the log"),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "cli",
+        holds: &["main"],
+        within: None,
+        may_use: &[
+            ("agent", "main.rs wires the layers"),
+            ("tui", "main.rs wires the layers"),
+            ("tools", "main.rs wires the layers"),
+            ("coding tools", "main.rs wires the layers"),
+            ("primitives", "main.rs wires the layers"),
+            ("shell", "main.rs wires the layers"),
+            ("command_policy", "`spear classify` and `spear exec` decide"),
+            ("workspace", "main.rs wires the layers"),
+            ("target_policy", "main.rs wires the layers"),
+            ("audit", "`spear audit` reads the log"),
+            ("secrets", "headless output is redacted like the log"),
+            (
+                "runtime",
+                "`spear exec` and `spear doctor` drive CommandRunner",
+            ),
+            ("sandbox", "`spear doctor` preflights the sandbox"),
+            ("process", "`spear doctor` probes the process mechanisms"),
+            (
+                "resource_control",
+                "`spear doctor` probes cgroups and rlimits",
+            ),
+        ],
+        private: &[],
+    },
+];
