@@ -103,10 +103,11 @@ fn race(strategy: OpenStrategy, flip_dir: bool) {
     );
     let what = if flip_dir { "directory" } else { "file" };
     eprintln!("{what} race, {strategy:?}: exercising {expected}");
-    record_feature(
-        &format!("workspace race, {strategy:?} strategy"),
-        &expected.to_string(),
-    );
+    let key = match strategy {
+        OpenStrategy::Auto => "workspace_open_default",
+        OpenStrategy::NoFollowWalk => "workspace_open_forced",
+    };
+    record_feature(key, &expected.to_string());
     let stop = Arc::new(AtomicBool::new(false));
     let (flip_at, real_is_dir, link_to): (std::path::PathBuf, bool, std::path::PathBuf) =
         if flip_dir {
