@@ -9,49 +9,8 @@ use std::time::{Duration, Instant};
 
 use spear::harness::workspace::{Access, FsError, OpenPath, OpenStrategy, Workspace};
 
-use crate::features::record_feature;
+use crate::features::{host_has_openat2, record_feature};
 use crate::support::Layout;
-
-/// Whether this kernel lets this process use `openat2` beneath a directory, asked with a raw
-/// system call apart from Spear's own probe (ENOSYS before 5.6; EPERM from some container
-/// filters).
-fn host_has_openat2() -> bool {
-    // The kernel's `struct open_how` (libc's is non-exhaustive).
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH,
-    };
-    let dot = c".";
-    // SAFETY: openat2 reads a NUL-terminated path and `size_of::<OpenHow>()` bytes of `how`,
-    // both alive for the call; the descriptor it returns is closed below.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            dot.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
-    if fd >= 0 {
-        // SAFETY: `fd` was just returned by openat2 and is owned by nothing else.
-        unsafe { libc::close(fd as i32) };
-        return true;
-    }
-    let e = std::io::Error::last_os_error().raw_os_error();
-    assert!(
-        matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM)),
-        "openat2 failed on `.` for another reason: {e:?}"
-    );
-    false
-}
 
 /// The path `strategy` must take on this host.
 fn expected_path(strategy: OpenStrategy) -> OpenPath {

@@ -207,6 +207,23 @@ pub async fn eventually<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>
     }
 }
 
+/// Wait in the kernel (poll) until one of `fds` is readable (a listener has a connection
+/// waiting), or `limit` passes; true when one is.
+pub fn wait_readable(fds: &[&dyn std::os::fd::AsFd], limit: Duration) -> bool {
+    let mut polled: Vec<rustix::event::PollFd<'_>> = fds
+        .iter()
+        .map(|fd| rustix::event::PollFd::from_borrowed_fd(fd.as_fd(), rustix::event::PollFlags::IN))
+        .collect();
+    let timeout = rustix::event::Timespec::try_from(limit).unwrap();
+    loop {
+        match rustix::event::poll(&mut polled, Some(&timeout)) {
+            Ok(n) => return n > 0,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => panic!("poll: {e}"),
+        }
+    }
+}
+
 /// A FIFO in the workspace a sandboxed command blocks on (`read _ < gate`) until the test lets
 /// it through: the test's own handle is open for reading and writing, so the command's open
 /// never blocks, and its read returns when the test writes a line. The handle stays open until

@@ -61,6 +61,12 @@ pub fn record_host_facts() {
         record_feature("pid1", &pid1_name());
         record_feature("cgroup", cgroup_version());
         record_feature("apparmor_userns", &apparmor_userns());
+        let openat2 = if host_has_openat2() {
+            "available"
+        } else {
+            "absent"
+        };
+        record_feature("openat2", openat2);
     });
 }
 
@@ -103,4 +109,45 @@ pub fn apparmor_userns() -> String {
         Ok(_) => "not restricted".into(),
         Err(_) => "no such restriction on this kernel".into(),
     }
+}
+
+/// Whether this kernel lets this process use `openat2` beneath a directory, asked with a raw
+/// system call apart from Spear's own probe (ENOSYS before 5.6; EPERM from some container
+/// filters).
+pub fn host_has_openat2() -> bool {
+    // The kernel's `struct open_how` (libc's is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH,
+    };
+    let dot = c".";
+    // SAFETY: openat2 reads a NUL-terminated path and `size_of::<OpenHow>()` bytes of `how`,
+    // both alive for the call; the descriptor it returns is closed below.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            dot.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd >= 0 {
+        // SAFETY: `fd` was just returned by openat2 and is owned by nothing else.
+        unsafe { libc::close(fd as i32) };
+        return true;
+    }
+    let e = std::io::Error::last_os_error().raw_os_error();
+    assert!(
+        matches!(e, Some(libc::ENOSYS) | Some(libc::EPERM)),
+        "openat2 failed on `.` for another reason: {e:?}"
+    );
+    false
 }
