@@ -12,7 +12,12 @@ use std::sync::Mutex;
 /// The variable naming the file the records are appended to.
 pub const FEATURES_FILE_ENV: &str = "SPEAR_TEST_FEATURES_FILE";
 
-/// Record that this run exercised `name` as `value`. Each distinct pair is written once per
+/// Record that this run exercised `name` as `value`. The names `scripts/test-summary` expects
+/// (and lists as "not recorded" when no test gave them): `kernel`, `user`, `pid1`, `cgroup`,
+/// `apparmor_userns`, `openat2` (from `record_host_facts`); `systemd_scopes` (a command ran in
+/// a systemd scope, or why not), `process_cap` (pid_max per namespace, or the older kernels'
+/// path); `workspace_open_default`, `workspace_open_forced`, `seccomp`, `i386_abi`, `network`,
+/// `host_services`, `keyring`. Any other name is listed after them. Each distinct pair is written once per
 /// test process; the summary collapses the rest.
 pub fn record_feature(name: &str, value: &str) {
     static WRITTEN: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
