@@ -515,3 +515,15 @@ fn multibyte_output_keeps_25000_characters_of_head_and_of_tail() {
     assert!(text.starts_with(head) && text.ends_with(tail));
     assert_eq!(env.shown_bytes, (head.len() + tail.len()) as u64);
 }
+
+/// The helper that runs a test in a process of its own must fail, not pass, when the name it is
+/// given matches no test (the child would run nothing and succeed).
+#[test]
+fn a_test_run_alone_under_a_wrong_name_fails() {
+    let caught = std::panic::catch_unwind(|| {
+        crate::alone::alone_in_own_process("result_store::no_such_test_exists_here")
+    });
+    let why = caught.expect_err("a misspelt name passed");
+    let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(why.contains("did not run in its own process"), "{why}");
+}
