@@ -13,6 +13,8 @@ mod audit_display;
 mod audit_process;
 #[path = "boundary/audit_secrets.rs"]
 mod audit_secrets;
+#[path = "support/features.rs"]
+mod features;
 #[path = "boundary/special_files.rs"]
 mod special_files;
 #[path = "boundary/support.rs"]

@@ -11,6 +11,12 @@ compile_error!("the live execution suite needs `--features test-hooks` (`make te
 #[path = "execution/support.rs"]
 mod support;
 
+#[path = "support/features.rs"]
+mod features;
+
+#[path = "support/alone.rs"]
+mod alone;
+
 #[path = "execution/confinement.rs"]
 mod confinement;
 

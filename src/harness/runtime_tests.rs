@@ -66,16 +66,36 @@ async fn a_sandbox_dropped_before_its_release_never_runs_the_command() {
         .unwrap();
     let pid = running.pid();
     assert!(Path::new(&format!("/proc/{pid}")).exists());
+    // Held across the drop: it names this bwrap even after it is reaped.
+    let pidfd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .unwrap();
     drop(running);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // bwrap's exit is what is awaited: its pidfd turns readable when it has exited.
+    let mut fds = [rustix::event::PollFd::new(
+        &pidfd,
+        rustix::event::PollFlags::IN,
+    )];
+    let limit = rustix::event::Timespec {
+        tv_sec: 10,
+        tv_nsec: 0,
+    };
+    let exited = rustix::event::poll(&mut fds, Some(&limit)).unwrap() > 0;
+    assert!(exited, "bwrap outlived its dropped Running");
     assert!(
         !marker.exists(),
         "the command ran although it was never released"
     );
-    assert!(
-        !Path::new(&format!("/proc/{pid}")).exists(),
-        "bwrap outlived its dropped Running"
+    // Positive control: the same command, released, does leave the marker.
+    let res = run_cmd(&runner, profile, &format!("touch {}", marker.display())).await;
+    assert_eq!(
+        res.status,
+        crate::harness::primitives::ToolStatus::Ok,
+        "{res:?}"
     );
+    assert!(marker.exists(), "the released command left no marker");
 }
 
 fn networked_profile() -> ExecutionProfile {

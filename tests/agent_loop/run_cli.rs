@@ -378,7 +378,8 @@ fn sigint_cancels_the_task_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // The request is in flight once the server has it.
+    // The request is in flight once the server has it: that count is itself what is awaited,
+    // polled with a deadline (the server raises no event the test could block on).
     let mut waited = 0;
     while server.hits() == 0 {
         assert!(waited < 3000, "spear never reached the server");

@@ -62,7 +62,8 @@ fn writers_killed_mid_loop_lose_no_earlier_record() {
     let mut before = 0;
     for round in 0..6u64 {
         let mut child = writer(&f, 10_000);
-        // Let it get into the loop, then kill it wherever it is.
+        // Let it get into the loop, then kill it wherever it is: not a wait for anything, the
+        // kill is meant to land at an arbitrary moment (the check after it holds at any).
         std::thread::sleep(Duration::from_millis(150 + 37 * round));
         child.kill().unwrap();
         child.wait().unwrap();

@@ -1,14 +1,49 @@
 //! The race: a second thread flips a path between a real file (or directory) and a link to
 //! outside while the first writes through `Workspace` as fast as it can. Nothing may ever be
-//! written outside, under either open strategy.
+//! written outside, under either open strategy. Each race first says, and proves by what the
+//! operations do, which path it exercises on this host: `openat2` or the `O_NOFOLLOW` walk.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use spear::harness::workspace::{Access, OpenStrategy, Workspace};
+use spear::harness::workspace::{Access, FsError, OpenPath, OpenStrategy, Workspace};
 
+use crate::features::{host_has_openat2, record_feature};
 use crate::support::Layout;
+
+/// The path `strategy` must take on this host.
+fn expected_path(strategy: OpenStrategy) -> OpenPath {
+    match strategy {
+        OpenStrategy::Auto if host_has_openat2() => OpenPath::Openat2,
+        OpenStrategy::Auto | OpenStrategy::NoFollowWalk => OpenPath::NoFollowWalk,
+    }
+}
+
+/// Which path `ws` took, told by what it does rather than by what it says: a directory swapped
+/// after `resolve` for a link that stays inside the root is followed by `openat2` (a relative
+/// link that stays beneath is allowed) and refused by the walk (it follows no link at all).
+fn observed_path(ws: &Workspace, l: &Layout) -> OpenPath {
+    let base = l.project.join("fingerprint");
+    std::fs::create_dir_all(base.join("real")).unwrap();
+    std::fs::create_dir_all(base.join("swapped")).unwrap();
+    let p = ws.resolve("fingerprint/swapped/f", Access::Write).unwrap();
+    std::fs::remove_dir(base.join("swapped")).unwrap();
+    std::os::unix::fs::symlink("real", base.join("swapped")).unwrap();
+    let path = match ws.write_atomic(&p, b"fingerprint") {
+        Ok(_) => {
+            assert_eq!(
+                std::fs::read_to_string(base.join("real/f")).unwrap(),
+                "fingerprint"
+            );
+            OpenPath::Openat2
+        }
+        Err(FsError::Escaped(_)) => OpenPath::NoFollowWalk,
+        Err(e) => panic!("the fingerprint write failed for another reason: {e}"),
+    };
+    std::fs::remove_dir_all(&base).unwrap();
+    path
+}
 
 fn race(strategy: OpenStrategy, flip_dir: bool) {
     let l = Layout::new();
@@ -18,6 +53,20 @@ fn race(strategy: OpenStrategy, flip_dir: bool) {
     let ws = Workspace::new(&l.project)
         .unwrap()
         .with_open_strategy(strategy);
+    let expected = expected_path(strategy);
+    assert_eq!(ws.open_path(), expected, "{strategy:?} on this host");
+    assert_eq!(
+        observed_path(&ws, &l),
+        expected,
+        "{strategy:?}: the operations took another path than the one reported"
+    );
+    let what = if flip_dir { "directory" } else { "file" };
+    eprintln!("{what} race, {strategy:?}: exercising {expected}");
+    let key = match strategy {
+        OpenStrategy::Auto => "workspace_open_default",
+        OpenStrategy::NoFollowWalk => "workspace_open_forced",
+    };
+    record_feature(key, &expected.to_string());
     let stop = Arc::new(AtomicBool::new(false));
     let (flip_at, real_is_dir, link_to): (std::path::PathBuf, bool, std::path::PathBuf) =
         if flip_dir {
@@ -90,7 +139,7 @@ fn race(strategy: OpenStrategy, flip_dir: bool) {
 }
 
 #[test]
-fn file_flipped_to_link_openat2() {
+fn file_flipped_to_link_host_default() {
     race(OpenStrategy::Auto, false);
 }
 
@@ -100,7 +149,7 @@ fn file_flipped_to_link_nofollow_walk() {
 }
 
 #[test]
-fn directory_flipped_to_link_openat2() {
+fn directory_flipped_to_link_host_default() {
     race(OpenStrategy::Auto, true);
 }
 

@@ -2,6 +2,7 @@
 
 use assert_cmd::Command;
 
+use crate::features::{host_has_openat2, pid1_name, systemd_is_pid1};
 use crate::support::{spear_bin, spear_in, state_dir, workspace};
 
 pub(crate) fn spear(dir: &std::path::Path) -> Command {
@@ -29,6 +30,8 @@ fn exec_audits_every_attempt_and_refusal() {
         .args(["exec", "--mode", "auto", "--", "echo hi > a.txt"])
         .assert()
         .code(0);
+    // Positive control for the refusals below: an allowed write lands.
+    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "hi\n");
     spear(&ws)
         .args(["exec", "--mode", "safe", "--", "touch b"])
         .assert()
@@ -68,10 +71,15 @@ fn protected_directories_stay_read_only_when_the_classifier_cannot_see_the_write
             "--mode",
             "auto",
             "--",
-            "d=src/gen; echo x > ${d}erated/api.rs; echo y > ${d}erated/new.rs",
+            "echo ran > ran.txt; d=src/gen; echo x > ${d}erated/api.rs; echo y > ${d}erated/new.rs",
         ])
         .assert()
         .failure();
+    // Positive control: the command ran in a writable sandbox.
+    assert_eq!(
+        std::fs::read_to_string(ws.join("ran.txt")).unwrap(),
+        "ran\n"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.join("src/generated/api.rs")).unwrap(),
         "// generated\n"
@@ -88,6 +96,12 @@ fn exec_refuses_to_run_without_an_audit_log_outside_the_workspace() {
         .assert()
         .failure();
     assert!(!ws.join("marker").exists());
+    // Positive control: with the audit log beside the workspace the same command runs.
+    spear(&ws)
+        .args(["exec", "--mode", "auto", "--", "touch marker"])
+        .assert()
+        .code(0);
+    assert!(ws.join("marker").exists());
 }
 
 #[test]
@@ -129,6 +143,12 @@ fn exec_exit_codes_follow_the_design() {
         .unwrap();
     assert_eq!(status.code(), Some(126));
     assert!(!ws.join("x").exists());
+    // Positive control: the same command, allowed, does create it.
+    spear(&ws)
+        .args(["exec", "--mode", "auto", "--", "touch x"])
+        .assert()
+        .code(0);
+    assert!(ws.join("x").exists());
 }
 
 #[test]
@@ -156,6 +176,30 @@ pub(crate) fn doctor_check(v: &serde_json::Value, name: &str) -> serde_json::Val
         .unwrap_or_else(|| panic!("doctor has no {name} check: {v}"))
 }
 
+/// What `cgroups_systemd` must say on this host: `Ok` when systemd scopes can be made here, or
+/// the words the refusal must contain. Worked out from the host, apart from Spear's check.
+fn expected_cgroups_systemd() -> Result<(), &'static str> {
+    let systemd_run = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("systemd-run").is_file());
+    if !systemd_is_pid1() || !std::path::Path::new("/run/systemd/system").is_dir() {
+        Err("systemd as PID 1")
+    } else if !systemd_run {
+        Err("systemd-run is not installed")
+    } else if rustix::process::geteuid().is_root() {
+        Ok(())
+    } else {
+        let uid = rustix::process::getuid().as_raw();
+        let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| format!("/run/user/{uid}").into());
+        if runtime.join("systemd/private").exists() || runtime.join("bus").exists() {
+            Ok(())
+        } else {
+            Err("systemd user manager is unreachable")
+        }
+    }
+}
+
 #[test]
 fn doctor_tells_the_truth_about_this_machine() {
     let (_d, ws) = workspace();
@@ -164,13 +208,19 @@ fn doctor_tells_the_truth_about_this_machine() {
     let by_name = |n: &str| doctor_check(&v, n);
     assert_eq!(by_name("bwrap")["status"], "works", "{v}");
     assert_eq!(by_name("pidfd")["status"], "works", "{v}");
-    let pid1 = std::fs::read_to_string("/proc/1/comm").unwrap();
-    if pid1.trim() != "systemd" {
-        let cg = by_name("cgroups_systemd");
-        assert_eq!(cg["status"], "missing", "{v}");
-        assert!(
-            cg["detail"].as_str().unwrap().contains("systemd as PID 1"),
-            "{v}"
-        );
+    let cg = by_name("cgroups_systemd");
+    match expected_cgroups_systemd() {
+        Ok(()) => assert_eq!(cg["status"], "works", "PID 1 is {}: {v}", pid1_name()),
+        Err(why) => {
+            assert_eq!(cg["status"], "missing", "{v}");
+            assert!(cg["detail"].as_str().unwrap().contains(why), "{why}: {v}");
+        }
     }
+    // Absent (ENOSYS) is `missing`; a filter's EPERM is `refused`: either way not `works`.
+    let openat2 = by_name("openat2");
+    assert_eq!(
+        openat2["status"] == "works",
+        host_has_openat2(),
+        "openat2 on this host: {v}"
+    );
 }

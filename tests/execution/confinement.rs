@@ -34,13 +34,20 @@ async fn writes_outside_the_workspace_do_not_reach_the_host() {
     let r = runner(&ws);
     let marker = format!("spear-outside-{}", std::process::id());
     let host_tmp = std::env::temp_dir().join(&marker);
+    // Each write says whether it landed inside the sandbox, where /tmp and $HOME are its own.
     let cmd = format!(
-        "echo x > /tmp/{marker}; echo x > $HOME/{marker}; echo x > {ws}/../{marker} ; \
-         touch /usr/{marker} /etc/{marker} 2>/dev/null; echo done",
+        "echo x > /tmp/{marker} && echo tmp-written; echo x > $HOME/{marker} && echo home-written; \
+         echo x > {ws}/../{marker} ; touch /usr/{marker} /etc/{marker} 2>/dev/null; \
+         cat /tmp/{marker} $HOME/{marker}; echo done",
         ws = ws.display()
     );
     let res = run(&r, writable(), &cmd).await;
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+    // Positive control: the writes to /tmp and $HOME succeeded, in the sandbox.
+    assert!(
+        res.stdout.contains("tmp-written\nhome-written\nx\nx\ndone"),
+        "{res:?}"
+    );
     assert!(!host_tmp.exists(), "a write to /tmp reached the host");
     assert!(
         !ws.parent().unwrap().join(&marker).exists(),
@@ -63,12 +70,16 @@ async fn host_home_files_and_etc_secrets_are_unreadable() {
     let secret = Path::new(&home).join(format!(".spear-secret-{}", std::process::id()));
     std::fs::write(&secret, "TOPSECRET").unwrap();
     let cmd = format!(
-        "cat {s} $HOME/{n} 2>&1; cat /etc/shadow /etc/gshadow 2>&1; ls /etc/ssh 2>&1; env",
+        "cat {s} $HOME/{n} 2>&1; cat /etc/shadow /etc/gshadow 2>&1; ls /etc/ssh 2>&1; env; \
+         echo probed",
         s = secret.display(),
         n = secret.file_name().unwrap().to_string_lossy()
     );
     let res = run(&r, writable(), &cmd).await;
+    // Positive control: the secret is there for the host to read, and the probe ran.
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "TOPSECRET");
     std::fs::remove_file(&secret).unwrap();
+    assert!(res.stdout.ends_with("probed\n"), "{res:?}");
     assert!(!res.stdout.contains("TOPSECRET"), "{res:?}");
     assert!(
         !res.stdout.contains("root:"),
@@ -240,18 +251,32 @@ async fn the_closed_network_cannot_reach_a_host_loopback_server() {
         listener.accept().is_err(),
         "the host server saw a connection"
     );
+    // Positive control: a connect from the host itself is seen by the same check.
+    let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    assert!(wait_readable(
+        &[&listener],
+        std::time::Duration::from_secs(5)
+    ));
+    assert!(
+        listener.accept().is_ok(),
+        "the check cannot see a connection"
+    );
 }
 
 #[tokio::test]
 async fn no_nested_user_namespace_and_no_capabilities() {
     let (_d, ws) = workspace();
     let r = runner(&ws);
+    // Positive control: unshare is there and tried (it says why it failed).
     let res = run(
         &r,
         writable(),
-        "unshare -U true 2>/dev/null && echo NESTED; grep CapEff /proc/self/status",
+        "command -v unshare >/dev/null && echo have-unshare; \
+         unshare -U true 2>&1 && echo NESTED; grep CapEff /proc/self/status",
     )
     .await;
+    assert!(res.stdout.contains("have-unshare"), "{res:?}");
+    assert!(res.stdout.contains("unshare: "), "{res:?}");
     assert!(!res.stdout.contains("NESTED"), "{res:?}");
     assert!(res.stdout.contains("CapEff:\t0000000000000000"), "{res:?}");
 }

@@ -5,6 +5,7 @@
 
 use std::ffi::CString;
 
+use crate::features::record_feature;
 use crate::seccomp_filter::{PYTHON, require_python};
 use crate::support::*;
 use spear::harness::primitives::ToolStatus;
@@ -124,6 +125,11 @@ async fn the_host_keyring_is_out_of_reach() {
     // Positive control: the key is there and readable from the test process itself.
     assert!(ring > 0);
     assert_eq!(read_key(key.0).as_deref(), Some(payload.as_bytes()));
+    assert_eq!(
+        search_keyring(ring, &desc),
+        key.0,
+        "the search below can find a key"
+    );
 
     let (_d, ws) = workspace();
     let r = runner(&ws);
@@ -162,4 +168,8 @@ async fn the_host_keyring_is_out_of_reach() {
     // Nothing changed on the host: the key still holds its payload, and no key was added.
     assert_eq!(read_key(key.0).as_deref(), Some(payload.as_bytes()));
     assert!(search_keyring(ring, &format!("{desc}-new")) < 0);
+    record_feature(
+        "keyring",
+        "a key planted on the host was out of reach (EPERM)",
+    );
 }

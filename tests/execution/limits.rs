@@ -140,6 +140,12 @@ fn status_kib(field: &str) -> u64 {
 
 #[tokio::test]
 async fn a_gigabyte_of_output_streams_through_with_bounded_memory() {
+    // VmHWM is the whole process's, and parallel tests move it: the flood is measured in a
+    // process that runs this test alone.
+    let name = "limits::a_gigabyte_of_output_streams_through_with_bounded_memory";
+    if !crate::alone::alone_in_own_process(name) {
+        return;
+    }
     let (_d, ws) = workspace();
     let r = runner(&ws);
     let sink = Counting::default();
@@ -163,10 +169,23 @@ async fn a_gigabyte_of_output_streams_through_with_bounded_memory() {
     );
     assert!(res.stdout.ends_with("tail-marker\n") && res.stdout.contains("bytes omitted"));
     let grown = hwm_after.saturating_sub(hwm_before);
+    eprintln!(
+        "measured: Spear's peak memory grew {grown} KiB (from {hwm_before} KiB) while 1 GiB \
+         streamed through, in a process of its own"
+    );
     assert!(
         grown < 64 * 1024,
         "Spear's peak memory grew by {grown} KiB during the flood"
     );
+}
+
+/// The processes whose `argv[0]` is each of `names`, once every one of them is alive.
+async fn all_alive(names: &[String], limit: Duration) -> Option<Vec<Vec<i32>>> {
+    eventually(limit, || {
+        let found: Vec<Vec<i32>> = names.iter().map(|n| processes_named(n)).collect();
+        found.iter().all(|p| !p.is_empty()).then_some(found)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -174,15 +193,30 @@ async fn setsid_and_nohup_daemons_die_with_the_sandbox() {
     let (_d, ws) = workspace();
     let r = runner(&ws);
     let m = marker("daemon");
-    // `exec -a` names each daemon with the marker so /proc can find any survivor.
+    let names: Vec<String> = ["a", "b", "c"].iter().map(|t| format!("{m}-{t}")).collect();
+    let mut gate = Gate::new(&ws, "gate");
+    // `exec -a` names each daemon with the marker so /proc can find it, alive and after; the
+    // command waits on the gate until the test has seen all three from the host.
     let cmd = format!(
         "setsid bash -c 'exec -a {m}-a sleep 1000' </dev/null >/dev/null 2>&1 & \
          nohup bash -c 'exec -a {m}-b sleep 1000' >/dev/null 2>&1 & \
-         (bash -c 'exec -a {m}-c sleep 1000' &); sleep 0.2; echo started"
+         (bash -c 'exec -a {m}-c sleep 1000' &); read _ < gate; echo released"
     );
-    let res = run(&r, writable(), &cmd).await;
+    let (res, alive) = tokio::join!(run(&r, writable(), &cmd), async {
+        let alive = all_alive(&names, Duration::from_secs(20)).await;
+        gate.open();
+        alive
+    });
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
-    assert!(res.stdout.contains("started"));
+    assert!(res.stdout.contains("released"), "{res:?}");
+    // Positive control: the three daemons were alive, found by the probe the check below uses.
+    let alive = alive.unwrap_or_else(|| {
+        panic!(
+            "the daemons were never all seen alive: {:?}",
+            processes_with(&m)
+        )
+    });
+    eprintln!("daemons seen alive before the sandbox ended: {alive:?}");
     assert_none_survive(&m).await;
 }
 
@@ -191,12 +225,17 @@ async fn a_timeout_kills_the_whole_sandbox_including_daemons() {
     let (_d, ws) = workspace();
     let r = runner(&ws);
     let m = marker("timeout");
-    let cmd = format!("# {m}\nsetsid bash -c 'sleep 999 # {m}' & sleep 999");
+    let names = [format!("{m}-daemon"), format!("{m}-fg")];
+    let cmd = format!("setsid bash -c 'exec -a {m}-daemon sleep 999' & exec -a {m}-fg sleep 999");
+    let limit = Duration::from_secs(4);
     let started = Instant::now();
-    let res = run_t(&r, writable(), &cmd, Some(Duration::from_millis(500))).await;
+    let (res, alive) = tokio::join!(
+        run_t(&r, writable(), &cmd, Some(limit)),
+        all_alive(&names, limit)
+    );
     assert_eq!(res.status, ToolStatus::Timeout, "{res:?}");
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < limit + Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
@@ -204,6 +243,14 @@ async fn a_timeout_kills_the_whole_sandbox_including_daemons() {
         res.reason.as_deref().unwrap().contains("time limit"),
         "{res:?}"
     );
+    // Positive control: both were alive before the limit struck.
+    let alive = alive.unwrap_or_else(|| {
+        panic!(
+            "the daemon and the command were never both seen alive: {:?}",
+            processes_with(&m)
+        )
+    });
+    eprintln!("seen alive before the time limit: {alive:?}");
     assert_none_survive(&m).await;
 }
 

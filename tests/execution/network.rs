@@ -5,6 +5,7 @@
 use std::io::Read;
 use std::time::{Duration, Instant};
 
+use crate::features::record_feature;
 use crate::support::*;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::runtime::CommandRunner;
@@ -27,6 +28,7 @@ async fn a_networked_sandbox_has_a_configured_interface_and_dns() {
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
     assert!(res.stdout.contains("inet 10.0.2.100/24"), "{res:?}");
     assert!(res.stdout.contains("nameserver 10.0.2.3"), "{res:?}");
+    record_feature("network", "slirp4netns (tap0 10.0.2.100/24, DNS 10.0.2.3)");
 }
 
 fn loopback_server() -> (std::net::TcpListener, u16) {
@@ -44,6 +46,11 @@ fn connect_script(port: u16) -> String {
     )
 }
 
+/// The connection waiting on `listener`, if one arrives within `limit`.
+fn accept_within(listener: &std::net::TcpListener, limit: Duration) -> Option<std::net::TcpStream> {
+    wait_readable(&[listener], limit).then(|| listener.accept().unwrap().0)
+}
+
 #[tokio::test]
 async fn a_networked_sandbox_still_cannot_reach_host_loopback() {
     let (_d, ws) = workspace();
@@ -58,6 +65,16 @@ async fn a_networked_sandbox_still_cannot_reach_host_loopback() {
         listener.accept().is_err(),
         "the host loopback server saw a connection"
     );
+    // Positive control, same listener and script: with host loopback let through (a test-only
+    // switch) the connect reaches it, so the refusal above was the sandbox's.
+    let mut open = net_runner(&ws);
+    open.allow_host_loopback_for_tests();
+    let res = run(&open, networked(), &connect_script(port)).await;
+    assert!(res.stdout.contains("connected-10.0.2.2"), "{res:?}");
+    assert!(
+        accept_within(&listener, Duration::from_secs(5)).is_some(),
+        "the control's connection never reached the listener"
+    );
 }
 
 #[tokio::test]
@@ -68,41 +85,74 @@ async fn the_test_only_host_loopback_option_proves_the_path_works() {
     let (listener, port) = loopback_server();
     let res = run(&r, networked(), &connect_script(port)).await;
     assert!(res.stdout.contains("connected-10.0.2.2"), "{res:?}");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        match listener.accept() {
-            Ok((mut s, _)) => {
-                s.set_nonblocking(false).unwrap();
-                let mut got = String::new();
-                s.read_to_string(&mut got).unwrap();
-                assert_eq!(got, "hello\n");
-                break;
-            }
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("no connection reached the loopback server: {e}"),
-        }
-    }
+    let mut s = accept_within(&listener, Duration::from_secs(5))
+        .expect("no connection reached the loopback server");
+    s.set_nonblocking(false).unwrap();
+    let mut got = String::new();
+    s.read_to_string(&mut got).unwrap();
+    assert_eq!(got, "hello\n");
+}
+
+/// The slirp4netns processes holding a handle on the network namespace `netns` (as
+/// `readlink /proc/self/ns/net` names it inside the sandbox).
+fn helpers_of(netns: &str) -> Vec<i32> {
+    host_argv0s()
+        .into_iter()
+        .filter(|(_, argv0)| argv0.ends_with("slirp4netns"))
+        .filter(|(pid, _)| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .map(|fds| {
+                    fds.flatten().any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|t| t.to_string_lossy() == netns)
+                    })
+                })
+                .unwrap_or(false)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 #[tokio::test]
 async fn the_network_helper_is_stopped_and_nothing_survives() {
     let (_d, ws) = workspace();
     let r = net_runner(&ws);
-    let res = run(&r, networked(), "sleep 0.2; echo done").await;
+    let mut gate = Gate::new(&ws, "gate");
+    // The command names its network namespace, then waits until the test has found the
+    // helper serving that namespace.
+    let cmd = "readlink /proc/self/ns/net > .netns && mv .netns netns; read _ < gate; echo done";
+    let (res, seen) = tokio::join!(run(&r, networked(), cmd), async {
+        let seen = eventually(Duration::from_secs(20), || {
+            let netns = std::fs::read_to_string(ws.join("netns")).ok()?;
+            let helpers = helpers_of(netns.trim());
+            let pidfds: Vec<_> = helpers
+                .iter()
+                .filter_map(|p| {
+                    rustix::process::pidfd_open(
+                        rustix::process::Pid::from_raw(*p)?,
+                        rustix::process::PidfdFlags::empty(),
+                    )
+                    .ok()
+                })
+                .collect();
+            (!pidfds.is_empty()).then_some((netns, helpers, pidfds))
+        })
+        .await;
+        gate.open();
+        seen
+    });
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
-    let helpers: Vec<String> = processes_with("slirp4netns")
-        .into_iter()
-        .filter(|p| p.contains("/proc/self/fd/"))
-        .collect();
-    // Other tests may run helpers concurrently; ours is gone once run() returned, so at most
-    // those remain. Run a second command and check the count does not grow.
-    let res = run(&r, networked(), "true").await;
-    assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
-    let after = processes_with("slirp4netns").len();
-    assert!(
-        after <= helpers.len() + 2,
-        "slirp4netns helpers accumulate: {after}"
-    );
+    assert!(res.stdout.ends_with("done\n"), "{res:?}");
+    // Positive control: this sandbox's helper was alive while the command ran.
+    let (netns, helpers, pidfds) =
+        seen.expect("no slirp4netns serving the sandbox's namespace was ever seen");
+    eprintln!("slirp4netns {helpers:?} served {}", netns.trim());
+    // Once run() returned, each has exited: its pidfd is readable at once (exit, or zombie).
+    for (pid, fd) in helpers.iter().zip(&pidfds) {
+        assert!(
+            wait_readable(&[fd], Duration::ZERO),
+            "slirp4netns {pid} outlived its sandbox"
+        );
+    }
 }
 
 #[tokio::test]

@@ -28,18 +28,8 @@ fn ledger_tokens(dir: &Path) -> BTreeSet<String> {
 /// Live processes (not zombies) whose `argv[0]` is the marker of one of `tokens`.
 fn marked_processes(tokens: &BTreeSet<String>) -> Vec<i32> {
     let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-            continue;
-        };
-        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
-        let Some(token) = std::str::from_utf8(argv0)
-            .ok()
-            .and_then(|a| a.strip_prefix(MARKER_PREFIX))
-        else {
+    for (pid, argv0) in host_argv0s() {
+        let Some(token) = argv0.strip_prefix(MARKER_PREFIX) else {
             continue;
         };
         let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -90,6 +80,7 @@ fn spears_killed_at_random_moments_leave_no_sandbox_behind() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
+        // Not a wait for anything: the kill is meant to land at this arbitrary moment.
         std::thread::sleep(delay);
         sigkill(&child);
         let mut child = child;

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::features::record_feature;
 use crate::support::*;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::ResourceLimits;
@@ -122,6 +123,12 @@ async fn the_mechanism_is_the_one_right_for_this_host() {
         let r = capped(&ws, older_kernel);
         let want = expected_mechanism(r.host_facts(), older_kernel);
         let cap = r.process_cap().unwrap().unwrap();
+        let path = if older_kernel {
+            "older kernel path"
+        } else {
+            "native"
+        };
+        record_feature("process_cap", &format!("{} ({path})", cap.name()));
         assert_eq!(
             cap.name(),
             want,

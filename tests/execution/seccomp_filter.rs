@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use crate::features::record_feature;
 use crate::support::*;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::sandbox::seccomp::refused_calls;
@@ -173,6 +174,13 @@ async fn every_refused_call_fails_with_eperm_inside_while_others_work() {
             "{name} was not refused with EPERM: {res:?}"
         );
     }
+    record_feature(
+        "seccomp",
+        &format!(
+            "filter on (Seccomp: 2); {} calls refused with EPERM",
+            probes.len()
+        ),
+    );
 }
 
 /// argv[1]: hex machine code of a function taking nothing and returning a long; runs it.
@@ -237,8 +245,16 @@ async fn a_call_through_another_abi_kills_the_process() {
             res.stdout.contains(&format!("i386={sigsys}")),
             "an i386 call was not killed: {res:?}"
         );
+        record_feature(
+            "i386_abi",
+            "i386 and x32 entries killed by the filter (SIGSYS)",
+        );
     } else {
         assert!(!res.stdout.contains("i386=0"), "{res:?}");
+        record_feature(
+            "i386_abi",
+            "x32 killed by the filter; i386 emulation is off on this host (not exercised)",
+        );
     }
 }
 

@@ -1,9 +1,12 @@
 //! Helpers shared by the live execution tests.
 #![allow(dead_code)]
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::features::record_host_facts;
 
 use spear::harness::command_policy::ExecutionProfile;
 use spear::harness::primitives::{Capability, CapabilitySet, ToolResult};
@@ -40,6 +43,7 @@ pub fn spear_bin() -> PathBuf {
 /// `spear` run in the workspace `ws`, with its state directory beside it.
 pub fn spear_in(ws: &Path) -> assert_cmd::Command {
     require_bwrap();
+    record_host_facts();
     let mut c = assert_cmd::Command::new(spear_bin());
     c.current_dir(ws).env("XDG_STATE_HOME", state_dir(ws));
     c
@@ -66,6 +70,7 @@ pub fn state_dir(ws: &Path) -> PathBuf {
 
 pub fn config(ws: &Path) -> RunnerConfig {
     require_bwrap();
+    record_host_facts();
     RunnerConfig::for_workspace(ws)
 }
 
@@ -148,6 +153,31 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     out
 }
 
+/// Every process on the host with its `argv[0]` (a zombie's is empty).
+pub fn host_argv0s() -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let argv0 = cmd.split(|b| *b == 0).next().unwrap_or_default();
+        out.push((pid, String::from_utf8_lossy(argv0).into_owned()));
+    }
+    out
+}
+
+/// Live processes (not zombies) on the host whose `argv[0]` is exactly `argv0`.
+pub fn processes_named(argv0: &str) -> Vec<i32> {
+    host_argv0s()
+        .into_iter()
+        .filter(|(_, a)| a == argv0)
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
 /// The result is `failed` and its reason says `needle`.
 pub fn assert_failed_saying(res: &ToolResult, needle: &str) {
     assert_eq!(
@@ -176,4 +206,81 @@ pub async fn bounded_flood(r: &CommandRunner) -> u64 {
         .trim_start_matches("forked=")
         .parse()
         .unwrap()
+}
+
+/// Wait until `probe` finds what it looks for, or `limit` passes. Only for a condition that is
+/// itself what the test awaits (a process appearing in /proc, a connection arriving): there is
+/// no event to wait on for "the host can see it now", so the condition is polled.
+pub async fn eventually<T>(limit: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(found) = probe() {
+            return Some(found);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Wait in the kernel (poll) until one of `fds` is readable (a listener has a connection
+/// waiting), or `limit` passes; true when one is.
+pub fn wait_readable(fds: &[&dyn std::os::fd::AsFd], limit: Duration) -> bool {
+    let mut polled: Vec<rustix::event::PollFd<'_>> = fds
+        .iter()
+        .map(|fd| rustix::event::PollFd::from_borrowed_fd(fd.as_fd(), rustix::event::PollFlags::IN))
+        .collect();
+    let timeout = rustix::event::Timespec::try_from(limit).unwrap();
+    loop {
+        match rustix::event::poll(&mut polled, Some(&timeout)) {
+            Ok(n) => return n > 0,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => panic!("poll: {e}"),
+        }
+    }
+}
+
+/// A FIFO in the workspace a sandboxed command blocks on (`read _ < gate`) until the test lets
+/// it through: the test's own handle is open for reading and writing, so the command's open
+/// never blocks, and its read returns when the test writes a line. The handle stays open until
+/// the gate is dropped, so a line written before the command opened the FIFO is still there.
+pub struct Gate {
+    held: OwnedFd,
+    opened: bool,
+}
+
+impl Gate {
+    /// The FIFO `ws/name`, held open.
+    pub fn new(ws: &Path, name: &str) -> Gate {
+        let path = ws.join(name);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            0,
+        )
+        .unwrap();
+        // mknod applies the umask; the unprivileged run's sandbox user is the test's own, but
+        // the mode should not depend on the caller's umask.
+        rustix::fs::chmod(&path, rustix::fs::Mode::from_raw_mode(0o666)).unwrap();
+        let held = rustix::fs::open(
+            &path,
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        Gate {
+            held,
+            opened: false,
+        }
+    }
+
+    /// Let the command through (once; later calls do nothing).
+    pub fn open(&mut self) {
+        if !std::mem::replace(&mut self.opened, true) {
+            rustix::io::write(&self.held, b"go\n").unwrap();
+        }
+    }
 }

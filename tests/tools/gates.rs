@@ -465,6 +465,7 @@ struct SlowYes;
 
 impl spear::harness::command_policy::Approver for SlowYes {
     fn approve(&self, _: &spear::harness::command_policy::ApprovalRequest) -> ApprovalDecision {
+        // Not synchronisation: the person's slowness is the input under test.
         std::thread::sleep(Duration::from_millis(600));
         ApprovalDecision::Approve
     }

@@ -119,6 +119,12 @@ fn page_back(r: &ToolRouter, uri: &str) -> Vec<(u64, String)> {
 
 #[test]
 fn a_500_mb_flood_is_cut_to_the_cap_while_it_streams_and_says_so() {
+    // VmHWM and VmRSS are the whole process's, and parallel tests move them: the flood is
+    // measured in a process that runs this test alone.
+    let name = "result_store::a_500_mb_flood_is_cut_to_the_cap_while_it_streams_and_says_so";
+    if !crate::alone::alone_in_own_process(name) {
+        return;
+    }
     let f = Fixture::new();
     let lines = 500_000u64;
     let limits = StoreLimits::default();
@@ -138,6 +144,11 @@ fn a_500_mb_flood_is_cut_to_the_cap_while_it_streams_and_says_so() {
     let env = call(&r, &mut t, "terminal", json!({"command": "cat big.log"}));
     let flood_time = started.elapsed();
     let (hwm1, rss1) = (status_kib("VmHWM:"), status_kib("VmRSS:"));
+    eprintln!(
+        "measured: peak memory grew {} KiB, resident memory {} KiB, through 500 MB",
+        hwm1.saturating_sub(hwm0),
+        rss1 as i64 - rss0 as i64
+    );
     assert!(
         hwm1.saturating_sub(hwm0) < 64 * 1024,
         "peak memory grew {} KiB",
@@ -503,4 +514,16 @@ fn multibyte_output_keeps_25000_characters_of_head_and_of_tail() {
     assert_eq!(tail.chars().count(), 25_000);
     assert!(text.starts_with(head) && text.ends_with(tail));
     assert_eq!(env.shown_bytes, (head.len() + tail.len()) as u64);
+}
+
+/// The helper that runs a test in a process of its own must fail, not pass, when the name it is
+/// given matches no test (the child would run nothing and succeed).
+#[test]
+fn a_test_run_alone_under_a_wrong_name_fails() {
+    let caught = std::panic::catch_unwind(|| {
+        crate::alone::alone_in_own_process("result_store::no_such_test_exists_here")
+    });
+    let why = caught.expect_err("a misspelt name passed");
+    let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(why.contains("did not run in its own process"), "{why}");
 }

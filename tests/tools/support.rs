@@ -220,6 +220,8 @@ impl CommandExecutor for BashExecutor {
                     format!("killed after {} s", timeout.as_secs_f64()),
                 ));
             }
+            // The child's exit is itself what is awaited (with the timeout beside it); this
+            // fake executor has no runtime to wait on a pidfd with a deadline.
             std::thread::sleep(Duration::from_millis(10));
         }
     }

@@ -42,7 +42,8 @@ impl Tmux {
         self.run(&["send-keys", "-t", "e2e", "-l", text]);
     }
 
-    /// Wait until the screen shows `what`; fail with the screen otherwise.
+    /// Wait until the screen shows `what`; fail with the screen otherwise. The screen is
+    /// polled: tmux has no event for "the pane now shows this", so the condition is awaited.
     fn wait_for(&self, what: &str) -> String {
         let start = Instant::now();
         loop {
@@ -63,6 +64,11 @@ impl Drop for Tmux {
     fn drop(&mut self) {
         self.run(&["kill-server"]);
     }
+}
+
+/// Let the confirmation dialog's key guard pass (with a margin for a loaded machine).
+fn past_the_guard() {
+    std::thread::sleep(spear::tui::widgets::confirm::GUARD + Duration::from_millis(200));
 }
 
 fn workspace(base: &Path) -> PathBuf {
@@ -131,8 +137,9 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
         dialog.contains("hello.txt") && dialog.contains("WORKSPACE_MUTATING"),
         "{dialog}"
     );
-    // The dialog ignores keys in its first moment; wait past it, then allow once.
-    std::thread::sleep(Duration::from_millis(500));
+    // The dialog ignores keys for its first GUARD; time itself is what is awaited here (the
+    // dialog shows no sign when the guard ends), measured from when the dialog was seen.
+    past_the_guard();
     tmux.keys(&["y"]);
     tmux.wait_for("Changed it.");
     assert_eq!(
@@ -150,7 +157,7 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
     tmux.keys(&["Enter"]);
     tmux.wait_for("rm hello.txt");
     tmux.wait_for("Spear asks");
-    std::thread::sleep(Duration::from_millis(500));
+    past_the_guard();
     tmux.keys(&["n"]);
     tmux.wait_for("Left it in place.");
     assert!(

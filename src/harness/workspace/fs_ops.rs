@@ -30,6 +30,34 @@ pub enum OpenStrategy {
     NoFollowWalk,
 }
 
+impl OpenStrategy {
+    /// The path operations take on this host under this strategy.
+    pub fn path(self) -> OpenPath {
+        match self {
+            OpenStrategy::Auto if openat2_available() => OpenPath::Openat2,
+            OpenStrategy::Auto | OpenStrategy::NoFollowWalk => OpenPath::NoFollowWalk,
+        }
+    }
+}
+
+/// How operations actually open files here: what `OpenStrategy` became on this kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenPath {
+    /// `openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`.
+    Openat2,
+    /// One component at a time with `O_NOFOLLOW` (kernels before 5.6, or filters refusing it).
+    NoFollowWalk,
+}
+
+impl std::fmt::Display for OpenPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OpenPath::Openat2 => "openat2 (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)",
+            OpenPath::NoFollowWalk => "the O_NOFOLLOW walk (no openat2)",
+        })
+    }
+}
+
 /// An operation on an accepted path failed. `Escaped` means the filesystem changed under us in a
 /// way that would have left the root: the operation was not performed.
 #[derive(Debug, Error)]
@@ -120,7 +148,7 @@ fn open_beneath(
     } else {
         rel
     };
-    if strategy == OpenStrategy::Auto && openat2_available() {
+    if strategy.path() == OpenPath::Openat2 {
         let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
         // EAGAIN: a concurrent rename made the kernel unsure a `..` stayed beneath; retry.
         let mut attempts = 0;

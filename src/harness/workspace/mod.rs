@@ -9,7 +9,7 @@ mod refusal;
 mod resolve;
 pub mod snapshot;
 
-pub use fs_ops::{FsError, OpenStrategy, WriteOutcome};
+pub use fs_ops::{FsError, OpenPath, OpenStrategy, WriteOutcome};
 pub use refusal::{PathRefusal, PathRefusalKind};
 pub use snapshot::WorkspaceSnapshot;
 
@@ -160,6 +160,11 @@ impl Workspace {
     pub fn with_open_strategy(mut self, strategy: OpenStrategy) -> Self {
         self.strategy = strategy;
         self
+    }
+
+    /// How this workspace's operations open files on this host.
+    pub fn open_path(&self) -> OpenPath {
+        self.strategy.path()
     }
 
     pub fn project_root(&self) -> &Path {
