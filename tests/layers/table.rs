@@ -131,9 +131,33 @@ pub const TABLE: &[Layer] = &[
         private: &[],
     },
     Layer {
+        name: "pid namespace facts",
+        holds: &[
+            "spear::harness::process::kernel_at_least",
+            "spear::harness::process::pid_max_is_namespaced",
+            "spear::harness::process::PID_MAX_MIN",
+        ],
+        within: Some("process"),
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
         name: "resource_control",
         holds: &["spear::harness::resource_control"],
         within: None,
+        may_use: &[(
+            "pid namespace facts",
+            "the process cap's mechanism follows whether the kernel keeps pid_max per namespace",
+        )],
+        private: &[],
+    },
+    Layer {
+        name: "resource limits",
+        holds: &[
+            "spear::harness::resource_control::ResourceLimits",
+            "spear::harness::resource_control::CgroupLimits",
+        ],
+        within: Some("resource_control"),
         may_use: NONE,
         private: &[],
     },
@@ -275,6 +299,10 @@ pub const TABLE: &[Layer] = &[
             (
                 "network allow-list",
                 "the config file names the network allow-list",
+            ),
+            (
+                "resource limits",
+                "the config file sets the per-command and cgroup limits",
             ),
         ],
         private: &[],

@@ -114,8 +114,12 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             if let Some(fd) = join_cgroup {
+                // Writing 0 to `cgroup.procs` moves the writer itself: no pid is named.
                 // SAFETY: the launch keeps the descriptor open until after the spawn.
-                crate::harness::resource_control::pids_cgroup::join_from_child(fd)?;
+                let procs = std::os::fd::BorrowedFd::borrow_raw(fd);
+                if rustix::io::write(procs, b"0")? != 1 {
+                    return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                }
             }
             for (resource, limit) in &limits {
                 rustix::process::setrlimit(*resource, *limit)?;

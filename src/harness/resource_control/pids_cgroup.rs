@@ -8,7 +8,7 @@
 //! inside, and no process ID is ever written. Invariant: a launch that asked for a cgroup either
 //! runs inside it or does not start.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -265,20 +265,6 @@ impl PidsCgroupParent {
             })
             .filter(|e| std::fs::remove_dir(e.path()).is_ok())
             .count()
-    }
-}
-
-/// Join the cgroup whose `cgroup.procs` is `fd`, from between fork and exec: one `write`.
-///
-/// # Safety
-/// Async-signal-safe; `fd` must be open.
-pub unsafe fn join_from_child(fd: RawFd) -> std::io::Result<()> {
-    // SAFETY: the caller keeps `fd` open across the call.
-    let fd: BorrowedFd<'_> = unsafe { BorrowedFd::borrow_raw(fd) };
-    match rustix::io::write(fd.as_fd(), b"0") {
-        Ok(1) => Ok(()),
-        Ok(_) => Err(std::io::Error::from_raw_os_error(libc::EIO)),
-        Err(e) => Err(e.into()),
     }
 }
 
