@@ -22,7 +22,8 @@ use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxLedger, SandboxNetwork, SandboxSpec, SweepReport, TmpfsSizes, env, ledger, spec,
+    SandboxLedger, SandboxNetwork, SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger,
+    spec,
 };
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
@@ -139,21 +140,18 @@ impl CommandRunner {
     }
 
     pub fn new(config: RunnerConfig) -> Result<Self, SandboxError> {
-        let workspace = std::fs::canonicalize(&config.workspace).map_err(|e| {
-            SandboxError::Spec(format!(
-                "workspace {} cannot be resolved: {e}",
-                config.workspace.display()
-            ))
+        let workspace = std::fs::canonicalize(&config.workspace).map_err(|source| {
+            SpecError::WorkspaceUnresolvable {
+                path: config.workspace.clone(),
+                source,
+            }
         })?;
         if spec::SYSTEM_PATHS
             .iter()
             .any(|s| Path::new(s).starts_with(&workspace) || workspace.starts_with(s))
             || workspace == Path::new("/")
         {
-            return Err(SandboxError::Spec(format!(
-                "workspace {} overlaps the system directories",
-                workspace.display()
-            )));
+            return Err(SpecError::WorkspaceOverlapsSystem(workspace).into());
         }
         let mut protected: Vec<PathBuf> =
             spec::ALWAYS_PROTECTED.iter().map(PathBuf::from).collect();

@@ -2,12 +2,15 @@
 //! one variant per cause, the io or process error underneath kept as the source. The text of
 //! each is what the tool layer shows the model and the CLI shows the user.
 
+use std::path::PathBuf;
+
 use thiserror::Error;
 
 use super::netns::NetworkSetupError;
 use super::preflight::INSTALL_BWRAP;
 use super::seccomp::SUPPORTED_ARCHES;
-use crate::harness::process::ProcessError;
+use super::tmpfs::MASK_TMPFS_BYTES;
+use crate::harness::process::{NamespaceConfigError, ProcessError};
 use crate::harness::resource_control::ScopeError;
 use crate::harness::resource_control::pids_cgroup::CgroupCreateError;
 
@@ -26,12 +29,76 @@ pub enum HelperMissing {
     Slirp,
 }
 
+/// The request cannot be turned into a sandbox: a bad workspace, path or size. Each says which
+/// and how to fix it.
+#[derive(Debug, Error)]
+pub enum SpecError {
+    #[error("workspace {} cannot be resolved: {source}", path.display())]
+    WorkspaceUnresolvable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("workspace {} overlaps the system directories", .0.display())]
+    WorkspaceOverlapsSystem(PathBuf),
+    #[error(
+        "protected path {} must be relative to the workspace and stay inside it",
+        .0.display()
+    )]
+    ProtectedPathOutside(PathBuf),
+    /// `link`, in the workspace root, leads to `protected`, which a writable sandbox could
+    /// then not keep read-only.
+    #[error(
+        "{} is a symlink in the workspace root; Spear cannot keep {} read-only in a writable \
+         sandbox. Replace the link with the real directory, or run the command without \
+         workspace write access",
+        link.display(),
+        protected.display()
+    )]
+    ProtectedBehindSymlink { link: PathBuf, protected: PathBuf },
+    #[error("host read path {} is not absolute", .0.display())]
+    HostReadNotAbsolute(PathBuf),
+    #[error("host read path {} cannot be resolved: {source}", path.display())]
+    HostReadUnresolvable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "host read path {} resolves to {}; give the resolved path",
+        path.display(),
+        resolved.display()
+    )]
+    HostReadNotResolved { path: PathBuf, resolved: PathBuf },
+    #[error(
+        "host read path {} would cover the system view or the workspace",
+        .0.display()
+    )]
+    HostReadCovers(PathBuf),
+    #[error(
+        "the tmpfs size for {mount} is {bytes} bytes; give at least {MASK_TMPFS_BYTES} (tmpfs \
+         reads 0 as unlimited)"
+    )]
+    TmpfsTooSmall { mount: &'static str, bytes: u64 },
+}
+
+/// Why bwrap's held namespaces could not be given their settings before its command.
+#[derive(Debug, Error)]
+pub enum NamespacePrepError {
+    #[error("the sandbox's namespace init died while it was being prepared")]
+    InitDied,
+    #[error(transparent)]
+    Configure(#[from] NamespaceConfigError),
+    /// Writing the id maps (or reading the init's pid) failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// The execution layer's error: the machinery broke (as opposed to a command failing).
 #[derive(Debug, Error)]
 pub enum SandboxError {
-    /// The request cannot be turned into a sandbox (a bad path or size); the message says
-    /// which and how to fix it.
-    #[error("{0}")]
-    Spec(String),
+    #[error(transparent)]
+    Spec(#[from] SpecError),
     #[error(transparent)]
     HelperMissing(#[from] HelperMissing),
     /// Cgroup limits were asked for and no systemd scope can be made.
@@ -74,7 +141,7 @@ pub enum SandboxError {
     )]
     NamespaceSetup {
         #[source]
-        source: std::io::Error,
+        source: NamespacePrepError,
         /// Why the blocked sandbox's death could not be confirmed afterwards, if it could not.
         unconfirmed: Option<ProcessError>,
     },

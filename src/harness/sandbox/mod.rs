@@ -18,7 +18,7 @@ pub mod spec;
 pub mod tmpfs;
 
 pub use argv::build_argv;
-pub use error::{HelperMissing, SandboxError};
+pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
@@ -348,10 +348,10 @@ impl BubblewrapSandbox {
         killed
     }
 
-    fn injected_setup_failure(&self) -> std::io::Result<()> {
+    fn injected_setup_failure(&self) -> Result<(), NamespacePrepError> {
         #[cfg(test)]
         if self.faults.namespace_setup.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("injected namespace setup failure"));
+            return Err(std::io::Error::other("injected namespace setup failure").into());
         }
         Ok(())
     }
@@ -404,7 +404,7 @@ impl BubblewrapSandbox {
 /// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
 /// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied). The pidfd is
 /// checked alive afterwards, so the numeric `/proc` paths named the held process throughout.
-fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
+fn write_id_maps(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {
     let pid = inner.pid()?;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -417,7 +417,7 @@ fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
 /// The settings only a process inside the namespaces can write (no nested user namespaces,
 /// the process cap, the network path's refusal routes), made before the command is let
 /// through `--block-fd`.
-fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<()> {
+fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> Result<(), NamespacePrepError> {
     let (pid_max, nproc) = match &limits.process_cap {
         Some(ProcessCap::PidNamespace { pid_max }) => (Some(*pid_max), None),
         Some(ProcessCap::UserNamespaceNproc { limit }) => (None, Some(*limit)),
@@ -427,12 +427,10 @@ fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<(
     alive(inner)
 }
 
-fn alive(inner: &ForeignProcess) -> std::io::Result<()> {
+fn alive(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {
     if inner.is_alive() {
         Ok(())
     } else {
-        Err(std::io::Error::other(
-            "the sandbox's namespace init died while it was being prepared",
-        ))
+        Err(NamespacePrepError::InitDied)
     }
 }
