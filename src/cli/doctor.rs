@@ -75,8 +75,10 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let dir = tempfile_dir()?;
     let harness = super::wiring::harness_settings()
         .context("spear doctor checks the sandbox with the configuration file's limits")?;
+    // As text: the sandbox's message already ends with its io cause, which `{:#}` would
+    // print a second time from the source chain.
     let runner = CommandRunner::new(super::wiring::runner_config(&dir, &harness))
-        .context("cannot set up a sandbox for the checks")?;
+        .map_err(|e| anyhow::anyhow!("cannot set up a sandbox for the checks: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -91,7 +93,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             Ok(p) => Ok(format!("{} ({})", version(p, "--version"), p.display())),
             Err(e) => Err((
                 Verdict::Missing,
-                e.clone(),
+                e.to_string(),
                 "apt-get install bubblewrap".into(),
             )),
         },
@@ -161,16 +163,19 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         match &slirp {
             Err(e) => Err((
                 Verdict::Missing,
-                e.clone(),
+                e.to_string(),
                 "apt-get install slirp4netns".into(),
             )),
             Ok(p) => {
                 let mut profile = ExecutionProfile::read_only();
                 profile.network = true;
-                match runner
-                    .check_mechanisms(&profile)
-                    .and_then(|()| rt.block_on(runner.ensure_network()))
-                {
+                let ready = match runner.check_mechanisms(&profile) {
+                    Ok(()) => rt
+                        .block_on(runner.ensure_network())
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                match ready {
                     Ok(()) => Ok(format!(
                         "{}; pinned-namespace network path ready, host and private ranges refused",
                         version(p, "--version").lines().next().unwrap_or("")
@@ -188,7 +193,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| {
                 (
                     Verdict::Refused,
-                    e,
+                    e.to_string(),
                     "run outside a seccomp filter that blocks prlimit".into(),
                 )
             }),
@@ -201,7 +206,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             Ok(None) => Ok("no process limit is configured ([limits] processes)".into()),
             Err(e) => Err((
                 Verdict::Missing,
-                e,
+                e.to_string(),
                 "see the reason: each option named there works".into(),
             )),
         },
@@ -218,7 +223,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| {
                 (
                     Verdict::Missing,
-                    e,
+                    e.to_string(),
                     "cgroup limits stay off; rlimits still apply".into(),
                 )
             }),

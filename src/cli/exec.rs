@@ -84,7 +84,10 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                     );
                     config.default_timeout = Duration::from_secs_f64(t);
                 }
-                let runner = CommandRunner::new(config).context("cannot set up the sandbox")?;
+                // The sandbox's messages already end with their io cause; as text, so that
+                // `{:#}` does not print that cause twice.
+                let runner = CommandRunner::new(config)
+                    .map_err(|e| anyhow::anyhow!("cannot set up the sandbox: {e}"))?;
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

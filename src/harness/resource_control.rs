@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 pub mod pids_cgroup;
 pub mod process_cap;
@@ -105,8 +106,17 @@ fn clamp(r: Resource, soft: u64, hard: u64) -> Rlimit {
     }
 }
 
+/// Why rlimits cannot be set here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("prlimit({resource:?}) is refused here: {source}")]
+pub struct RlimitRefused {
+    pub resource: Resource,
+    #[source]
+    pub source: rustix::io::Errno,
+}
+
 /// Check that rlimits can be set here: read each and set it to its own value on this process.
-pub fn rlimit_mechanism() -> Result<(), String> {
+pub fn rlimit_mechanism() -> Result<(), RlimitRefused> {
     for r in [
         Resource::Data,
         Resource::Nproc,
@@ -115,8 +125,10 @@ pub fn rlimit_mechanism() -> Result<(), String> {
         Resource::Nofile,
     ] {
         let cur = rustix::process::getrlimit(r);
-        rustix::process::prlimit(None, r, cur)
-            .map_err(|e| format!("prlimit({r:?}) is refused here: {e}"))?;
+        rustix::process::prlimit(None, r, cur).map_err(|source| RlimitRefused {
+            resource: r,
+            source,
+        })?;
     }
     Ok(())
 }
@@ -219,6 +231,24 @@ impl CgroupLimits {
     }
 }
 
+/// Why no systemd scope can be made here.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ScopeError {
+    /// A system scope (root) needs systemd as PID 1.
+    #[error("a systemd scope needs systemd as PID 1, but PID 1 here is `{comm}`")]
+    NotPid1 { comm: String },
+    /// A user scope needs a reachable user manager; `runtime` is where it was looked for.
+    #[error(
+        "a systemd scope needs a systemd user manager, and none is reachable here \
+         (PID 1 is `{comm}`, no {}/systemd/private); log in through logind or \
+         enable lingering with `loginctl enable-linger`",
+        runtime.display()
+    )]
+    NoUserManager { comm: String, runtime: PathBuf },
+    #[error("systemd-run is not installed (apt-get install systemd)")]
+    SystemdRunMissing,
+}
+
 /// Runs an argv inside a transient systemd scope with cgroup properties. Knows systemd only.
 #[derive(Debug, Clone)]
 pub struct SystemdScopeRunner {
@@ -255,15 +285,13 @@ impl SystemdScopeRunner {
     /// Whether a scope can be made here, and if not, why: the system manager (as root) needs
     /// systemd as PID 1; the user manager needs only to be reachable (a desktop session, or
     /// lingering), whatever PID 1 is.
-    pub fn available(&self) -> Result<(), String> {
+    pub fn available(&self) -> Result<(), ScopeError> {
         let comm = std::fs::read_to_string(self.root.join("proc/1/comm"))
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
         if self.system_scope {
             if comm != "systemd" || !self.root.join("run/systemd/system").is_dir() {
-                return Err(format!(
-                    "a systemd scope needs systemd as PID 1, but PID 1 here is `{comm}`"
-                ));
+                return Err(ScopeError::NotPid1 { comm });
             }
         } else {
             let uid = rustix::process::getuid().as_raw();
@@ -274,16 +302,11 @@ impl SystemdScopeRunner {
                 .root
                 .join(runtime.strip_prefix("/").unwrap_or(&runtime));
             if !runtime.join("systemd/private").exists() && !runtime.join("bus").exists() {
-                return Err(format!(
-                    "a systemd scope needs a systemd user manager, and none is reachable here \
-                     (PID 1 is `{comm}`, no {}/systemd/private); log in through logind or \
-                     enable lingering with `loginctl enable-linger`",
-                    runtime.display()
-                ));
+                return Err(ScopeError::NoUserManager { comm, runtime });
             }
         }
         if !self.systemd_run.is_file() {
-            return Err("systemd-run is not installed (apt-get install systemd)".into());
+            return Err(ScopeError::SystemdRunMissing);
         }
         Ok(())
     }
@@ -426,7 +449,16 @@ mod tests {
         std::fs::write(d.path().join("proc/1/comm"), "process_api\n").unwrap();
         let s = SystemdScopeRunner::with_root(d.path(), "/bin/true".into(), true);
         let err = s.available().unwrap_err();
-        assert!(err.contains("PID 1 here is `process_api`"), "{err}");
+        assert_eq!(
+            err,
+            ScopeError::NotPid1 {
+                comm: "process_api".into()
+            }
+        );
+        assert!(
+            err.to_string().contains("PID 1 here is `process_api`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -438,8 +470,10 @@ mod tests {
         std::fs::write(&run, "").unwrap();
         let user = SystemdScopeRunner::with_root(d.path(), run.clone(), false);
         let err = user.available().unwrap_err();
+        assert!(matches!(err, ScopeError::NoUserManager { ref comm, .. } if comm == "init"));
+        let text = err.to_string();
         assert!(
-            err.contains("user manager") && err.contains("enable-linger"),
+            text.contains("user manager") && text.contains("enable-linger"),
             "{err}"
         );
         let uid = rustix::process::getuid().as_raw();
@@ -464,6 +498,7 @@ mod tests {
             system
                 .available()
                 .unwrap_err()
+                .to_string()
                 .contains("PID 1 here is `init`")
         );
     }

@@ -13,17 +13,20 @@ use std::time::Duration;
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::process::{CancelToken, OutputSink};
-use crate::harness::resource_control::process_cap::{self, HostFacts, ProcessCap};
+use crate::harness::resource_control::pids_cgroup::PidsCgroupParent;
+use crate::harness::resource_control::process_cap::{HostFacts, ProcessCap, ProcessCapUnavailable};
 use crate::harness::resource_control::{
     CgroupLimits, ResourceLimits, SystemdScopeRunner, limit_hit, rlimit_mechanism,
 };
-use crate::harness::sandbox::netns::{self, IpPrefix};
+use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxLedger, SandboxNetwork, SandboxSpec, SweepReport, TmpfsSizes, env, ledger, spec,
+    SandboxLedger, SandboxNetwork, SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger,
+    spec,
 };
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
+pub use error::MechanismError;
 
 /// The sandbox's own default time limit for one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
@@ -124,7 +127,7 @@ pub struct CommandRunner {
     /// The kernel and user facts the process cap is chosen from.
     facts: HostFacts,
     /// The process cap's mechanism, chosen on first use (none: no process limit configured).
-    process_cap: std::sync::OnceLock<Result<Option<ProcessCap>, String>>,
+    process_cap: std::sync::OnceLock<Result<Option<ProcessCap>, ProcessCapUnavailable>>,
     simulated_missing: Vec<Mechanism>,
     host_loopback_for_tests: bool,
 }
@@ -137,21 +140,18 @@ impl CommandRunner {
     }
 
     pub fn new(config: RunnerConfig) -> Result<Self, SandboxError> {
-        let workspace = std::fs::canonicalize(&config.workspace).map_err(|e| {
-            SandboxError::Spec(format!(
-                "workspace {} cannot be resolved: {e}",
-                config.workspace.display()
-            ))
+        let workspace = std::fs::canonicalize(&config.workspace).map_err(|source| {
+            SpecError::WorkspaceUnresolvable {
+                path: config.workspace.clone(),
+                source,
+            }
         })?;
         if spec::SYSTEM_PATHS
             .iter()
             .any(|s| Path::new(s).starts_with(&workspace) || workspace.starts_with(s))
             || workspace == Path::new("/")
         {
-            return Err(SandboxError::Spec(format!(
-                "workspace {} overlaps the system directories",
-                workspace.display()
-            )));
+            return Err(SpecError::WorkspaceOverlapsSystem(workspace).into());
         }
         let mut protected: Vec<PathBuf> =
             spec::ALWAYS_PROTECTED.iter().map(PathBuf::from).collect();
@@ -224,7 +224,7 @@ impl CommandRunner {
 
     /// How the configured process limit is enforced here (`Ok(None)`: no limit configured), or
     /// why it cannot be.
-    pub fn process_cap(&self) -> Result<Option<&ProcessCap>, String> {
+    pub fn process_cap(&self) -> Result<Option<&ProcessCap>, ProcessCapUnavailable> {
         self.process_cap
             .get_or_init(|| {
                 self.config
@@ -235,7 +235,7 @@ impl CommandRunner {
                             limit,
                             &self.facts,
                             &self.scope,
-                            &process_cap::find_pids_cgroup,
+                            &PidsCgroupParent::find,
                         );
                         // Launch cgroups a Spear that has exited could not remove yet.
                         if let Ok(ProcessCap::PidsCgroup { parent, .. }) = &cap {
@@ -302,7 +302,9 @@ impl CommandRunner {
 
     /// Preflight the sandbox once (cached on the sandbox instance).
     pub async fn ensure_sandbox(&self) -> Result<(), PreflightFailure> {
-        self.sandbox.bwrap().map_err(PreflightFailure::Absent)?;
+        self.sandbox
+            .bwrap()
+            .map_err(|m| PreflightFailure::Absent(m.to_string()))?;
         let profile = ExecutionProfile::read_only();
         let mut spec = self
             .build_spec(&profile, Vec::new())
@@ -312,19 +314,13 @@ impl CommandRunner {
     }
 
     /// Every mechanism `profile` needs, checked before anything is spawned.
-    pub fn check_mechanisms(&self, profile: &ExecutionProfile) -> Result<(), String> {
+    pub fn check_mechanisms(&self, profile: &ExecutionProfile) -> Result<(), MechanismError> {
         self.sandbox.bwrap()?;
         if self.config.resource_limits.is_active() {
             if self.simulated_missing.contains(&Mechanism::Rlimits) {
-                return Err(
-                    "resource limits are configured but rlimits cannot be set here \
-                            (simulated); refusing to run without them"
-                        .into(),
-                );
+                return Err(MechanismError::RlimitsSimulated);
             }
-            rlimit_mechanism().map_err(|e| {
-                format!("resource limits are configured but cannot be applied: {e}")
-            })?;
+            rlimit_mechanism().map_err(MechanismError::RlimitRefused)?;
             self.process_cap()?;
         }
         if self.config.cgroup_limits.is_active() {
@@ -332,11 +328,7 @@ impl CommandRunner {
         }
         if profile.network {
             if self.sandbox.network_containment_failed() {
-                return Err(
-                    "network is refused for this session: an earlier network sandbox \
-                            could not be confirmed dead (network_containment_failed)"
-                        .into(),
-                );
+                return Err(MechanismError::NetworkPoisoned);
             }
             netns::check_support(&self.sandbox)?;
         }
@@ -383,7 +375,7 @@ impl CommandRunner {
             return cancelled_before_start();
         }
         if let Err(why) = self.check_mechanisms(&req.profile) {
-            return ToolResult::failed(why);
+            return ToolResult::failed(why.to_string());
         }
         if let Err(f) = self.ensure_sandbox().await {
             return ToolResult::failed(format!("the sandbox cannot run here: {}", f.reason()));
@@ -391,7 +383,7 @@ impl CommandRunner {
         if req.profile.network
             && let Err(why) = self.ensure_network().await
         {
-            return ToolResult::failed(why);
+            return ToolResult::failed(why.to_string());
         }
         let command: Vec<OsString> = vec!["/bin/bash".into(), "-c".into(), (&req.command).into()];
         let hold = match req.profile.workspace_write {
@@ -507,7 +499,7 @@ impl CommandRunner {
     }
 
     /// The network preflight: the full slirp path once per (sandbox, workspace).
-    pub async fn ensure_network(&self) -> Result<(), String> {
+    pub async fn ensure_network(&self) -> Result<(), NetworkPreflightError> {
         let mut cache = self.sandbox.net_preflight.lock().await;
         if let Some(r) = cache.get(&self.workspace) {
             return r.clone();
@@ -519,7 +511,7 @@ impl CommandRunner {
                       || { echo 'resolv.conf does not name 10.0.2.3' >&2; exit 3; }";
         let spec = self
             .build_spec(&profile, vec!["/bin/sh".into(), "-c".into(), script.into()])
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| NetworkPreflightError::Spec(e.into()))?;
         let mut sink = crate::harness::process::NullSink;
         let r = match netns::run_with_slirp(
             &self.sandbox,
@@ -533,12 +525,11 @@ impl CommandRunner {
         .await
         {
             Ok(o) if o.end == End::Exited(0) => Ok(()),
-            Ok(o) => Err(format!(
-                "the network preflight failed ({:?}): {}",
-                o.end,
-                o.stderr.render().trim()
-            )),
-            Err(e) => Err(format!("the network preflight failed: {e}")),
+            Ok(o) => Err(NetworkPreflightError::Failed {
+                end: o.end,
+                stderr: o.stderr.render().trim().to_string(),
+            }),
+            Err(e) => Err(NetworkPreflightError::Launch(e.into())),
         };
         cache.insert(self.workspace.clone(), r.clone());
         r
@@ -658,6 +649,8 @@ impl std::fmt::Debug for CommandRunner {
     }
 }
 
+#[path = "runtime_error.rs"]
+pub mod error;
 #[path = "runtime_exit.rs"]
 pub mod exit;
 

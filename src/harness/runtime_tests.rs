@@ -197,7 +197,12 @@ async fn a_network_preflight_setup_failure_with_an_unconfirmed_kill_poisons_the_
     runner.ensure_sandbox().await.unwrap();
     inject(&runner, true, true);
     let why = runner.ensure_network().await.unwrap_err();
-    assert!(why.contains("could not be confirmed"), "{why}");
+    assert!(
+        matches!(&why, NetworkPreflightError::Launch(e)
+            if matches!(**e, SandboxError::NamespaceSetup { unconfirmed: Some(_), .. })),
+        "{why:?}"
+    );
+    assert!(why.to_string().contains("could not be confirmed"), "{why}");
     assert!(runner.sandbox().network_containment_failed());
     // Positive control: closed-network commands still run on the same sandbox.
     inject(&runner, false, false);

@@ -113,7 +113,7 @@ async fn cgroup_limits_bind_through_a_scope_or_fail_naming_why() {
         Err(why) => {
             record_feature("systemd_scopes", &format!("refused: {why}"));
             let res = run(&r, writable(), MARK).await;
-            assert_failed_saying(&res, &why);
+            assert_failed_saying(&res, &why.to_string());
             assert_nothing_spawned(&ws);
         }
     }

@@ -11,8 +11,8 @@ mod pidns;
 pub use cancel::CancelToken;
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
 pub use pidns::{
-    NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least, kernel_release,
-    pid_max_is_namespaced,
+    NamespaceConfigError, NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least,
+    kernel_release, pid_max_is_namespaced,
 };
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};

@@ -13,6 +13,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use rustix::process::{WaitId, WaitIdOptions, waitid};
+use thiserror::Error;
 
 mod netlink;
 
@@ -268,6 +269,30 @@ unsafe fn write_sysctl(path: &std::ffi::CStr, value: &[u8]) -> bool {
     }
 }
 
+/// Why a sandbox's namespaces could not be given their settings.
+#[derive(Debug, Error)]
+pub enum NamespaceConfigError {
+    #[error("this kernel does not keep pid_max per PID namespace (needs Linux 6.14 or later)")]
+    PidMaxNotNamespaced,
+    #[error("the host's pid_max changed while capping a sandbox; refusing to continue")]
+    HostPidMaxChanged,
+    #[error("the namespace helper was killed")]
+    HelperKilled,
+    /// The helper (or its writer) stopped at step `code`; `refused` is the netlink request the
+    /// kernel refused and its errno, when that was the step.
+    #[error(
+        "configuring the sandbox's namespaces failed at step {code}: {}",
+        describe_step(*code, *refused)
+    )]
+    Step {
+        code: libc::c_int,
+        refused: (u32, i32),
+    },
+    /// Starting or waiting for the helper failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Configure the namespaces of the process behind `pidfd` (a namespace init that is blocked
 /// before its setup): forbid nested user namespaces, cap its PID namespace when `pid_max` is
 /// given, set the init's `RLIMIT_NPROC` to `nproc` when given (counted in the sandbox's user
@@ -279,11 +304,9 @@ pub fn configure_namespaces(
     pid_max: Option<u32>,
     nproc: Option<u64>,
     net: Option<&NetnsPlan>,
-) -> std::io::Result<()> {
+) -> Result<(), NamespaceConfigError> {
     if pid_max.is_some() && !pid_max_is_namespaced() {
-        return Err(std::io::Error::other(
-            "this kernel does not keep pid_max per PID namespace (needs Linux 6.14 or later)",
-        ));
+        return Err(NamespaceConfigError::PidMaxNotNamespaced);
     }
     let before = host_pid_max();
     let mut writer_stack = HelperStack::new()?;
@@ -323,7 +346,7 @@ pub fn configure_namespaces(
         )
     };
     if child < 0 || helper_pidfd < 0 {
-        return Err(std::io::Error::last_os_error());
+        return Err(std::io::Error::last_os_error().into());
     }
     // SAFETY: CLONE_PIDFD gave us this descriptor, and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(helper_pidfd) };
@@ -345,20 +368,18 @@ pub fn configure_namespaces(
     }
     let status = status?;
     if host_pid_max() != before {
-        return Err(std::io::Error::other(
-            "the host's pid_max changed while capping a sandbox; refusing to continue",
-        ));
+        return Err(NamespaceConfigError::HostPidMaxChanged);
     }
     match status {
         Some(0) => Ok(()),
-        Some(code) => Err(std::io::Error::other(describe_failure(code, refused))),
-        None => Err(std::io::Error::other("the namespace helper was killed")),
+        Some(code) => Err(NamespaceConfigError::Step { code, refused }),
+        None => Err(NamespaceConfigError::HelperKilled),
     }
 }
 
 /// What a helper's exit code means; `refused` is the netlink request the kernel refused.
-fn describe_failure(code: libc::c_int, refused: (u32, i32)) -> String {
-    let what = match code {
+fn describe_step(code: libc::c_int, refused: (u32, i32)) -> String {
+    match code {
         STEP_SETNS => "joining the sandbox's namespaces".to_string(),
         STEP_USERNS => "writing user.max_user_namespaces".to_string(),
         STEP_PID_MAX => "writing kernel.pid_max".to_string(),
@@ -377,6 +398,5 @@ fn describe_failure(code: libc::c_int, refused: (u32, i32)) -> String {
         STEP_WRITER_SPAWN => "starting the namespace writer".to_string(),
         STEP_WRITER_KILLED => "the namespace writer was killed".to_string(),
         _ => "waiting for the namespace writer".to_string(),
-    };
-    format!("configuring the sandbox's namespaces failed at step {code}: {what}")
+    }
 }

@@ -36,18 +36,27 @@ pub enum PidsCgroupError {
     #[error("no cgroup hierarchy here carries the pids controller")]
     NoController,
     #[error(
-        "the pids cgroup {0} is not writable (a read-only cgroup mount, or not root); a \
+        "the pids cgroup {} is not writable (a read-only cgroup mount, or not root); a \
          container needs a writable /sys/fs/cgroup (e.g. a private cgroup namespace mounted \
-         read-write)"
+         read-write)",
+        .0.display()
     )]
-    NotWritable(String),
+    NotWritable(PathBuf),
     #[error(
-        "in cgroup v2 the pids controller cannot be given to a child of {0}: it holds \
-         processes and is not the root, and its parent is not writable here"
+        "in cgroup v2 the pids controller cannot be given to a child of {}: it holds \
+         processes and is not the root, and its parent is not writable here",
+        .0.display()
     )]
-    NoDelegation(String),
-    #[error("making the launch's pids cgroup {path} failed: {why}")]
-    Create { path: String, why: String },
+    NoDelegation(PathBuf),
+}
+
+/// A launch's own pids cgroup could not be made (the parent was found, this step failed).
+#[derive(Debug, Error)]
+#[error("making the launch's pids cgroup {} failed: {source}", path.display())]
+pub struct CgroupCreateError {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
 }
 
 /// The directory under which each launch gets its own pids cgroup.
@@ -94,7 +103,7 @@ impl PidsCgroupParent {
             };
             let dir = m.dir_for(root, path);
             if m.read_only || !can_write(&dir) {
-                return Err(PidsCgroupError::NotWritable(dir.display().to_string()));
+                return Err(PidsCgroupError::NotWritable(dir));
             }
             return Ok(PidsCgroupParent {
                 dir,
@@ -122,14 +131,12 @@ impl PidsCgroupParent {
         {
             parent.to_path_buf()
         } else if lists_pids(&own.join("cgroup.controllers")) || own.join("pids.max").exists() {
-            return Err(PidsCgroupError::NoDelegation(own.display().to_string()));
+            return Err(PidsCgroupError::NoDelegation(own));
         } else {
             return Err(PidsCgroupError::NoController);
         };
         if m.read_only || !can_write(&candidate) {
-            return Err(PidsCgroupError::NotWritable(
-                candidate.display().to_string(),
-            ));
+            return Err(PidsCgroupError::NotWritable(candidate));
         }
         Ok(PidsCgroupParent {
             dir: candidate,
@@ -156,7 +163,7 @@ impl PidsCgroupParent {
 
     /// Make a fresh cgroup capped at `limit` tasks and open its `cgroup.procs` for the launch's
     /// child to join. Removed again when the returned value is dropped.
-    pub fn create(&self, limit: u64) -> Result<LaunchCgroup, PidsCgroupError> {
+    pub fn create(&self, limit: u64) -> Result<LaunchCgroup, CgroupCreateError> {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -165,9 +172,9 @@ impl PidsCgroupParent {
         let dir = self
             .dir
             .join(format!("spear-{}-{seq}-{nanos:x}", std::process::id()));
-        let fail = |why: std::io::Error| PidsCgroupError::Create {
-            path: dir.display().to_string(),
-            why: why.to_string(),
+        let fail = |source: std::io::Error| CgroupCreateError {
+            path: dir.clone(),
+            source,
         };
         std::fs::create_dir(&dir).map_err(fail)?;
         // From here the directory is removed on every path, by the guard's drop.
@@ -381,7 +388,9 @@ mod tests {
         let ro = V1_MOUNTS.replace("/sys/fs/cgroup/pids rw,", "/sys/fs/cgroup/pids ro,");
         let e = PidsCgroupParent::find_from("8:pids:/\n", &ro, Path::new("/"), &all_writable)
             .unwrap_err();
-        assert!(matches!(e, PidsCgroupError::NotWritable(ref d) if d == "/sys/fs/cgroup/pids"));
+        assert!(
+            matches!(e, PidsCgroupError::NotWritable(ref d) if d == Path::new("/sys/fs/cgroup/pids"))
+        );
         let e = PidsCgroupParent::find_from("8:pids:/\n", V1_MOUNTS, Path::new("/"), &|_| false)
             .unwrap_err();
         assert!(e.to_string().contains("not writable"), "{e}");

@@ -18,11 +18,13 @@
 
 use std::path::Path;
 
+use thiserror::Error;
+
 #[cfg(test)]
 use crate::harness::process::kernel_at_least;
 use crate::harness::process::{PID_MAX_MIN, pid_max_is_namespaced};
-use crate::harness::resource_control::SystemdScopeRunner;
-use crate::harness::resource_control::pids_cgroup::PidsCgroupParent;
+use crate::harness::resource_control::pids_cgroup::{PidsCgroupError, PidsCgroupParent};
+use crate::harness::resource_control::{ScopeError, SystemdScopeRunner};
 
 /// What the choice depends on, probed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +79,22 @@ pub fn is_host_root(euid: u32, uid_map: Option<&str>) -> bool {
     })
 }
 
+/// A process limit is configured and no mechanism here can enforce it (the host's root on a
+/// kernel before 6.14, with neither a systemd scope nor a pids cgroup available).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "a process limit is configured, but nothing here can cap root's processes: \
+     this kernel (before Linux 6.14) keeps one pid_max for the whole machine, \
+     RLIMIT_NPROC does not bind root, no systemd scope can be made ({systemd}), \
+     and no pids cgroup can be made ({cgroup}). Fix: run Spear as an ordinary \
+     user, or on a host with systemd, or give it a writable cgroup filesystem, or \
+     run on Linux 6.14 or later"
+)]
+pub struct ProcessCapUnavailable {
+    pub systemd: ScopeError,
+    pub cgroup: PidsCgroupError,
+}
+
 /// How a sandbox's processes are capped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessCap {
@@ -100,8 +118,8 @@ impl ProcessCap {
         limit: u64,
         facts: &HostFacts,
         scope: &SystemdScopeRunner,
-        cgroups: &dyn Fn() -> Result<PidsCgroupParent, String>,
-    ) -> Result<ProcessCap, String> {
+        cgroups: &dyn Fn() -> Result<PidsCgroupParent, PidsCgroupError>,
+    ) -> Result<ProcessCap, ProcessCapUnavailable> {
         if facts.pid_max_namespaced {
             let pid_max = u32::try_from(limit.saturating_add(1))
                 .unwrap_or(u32::MAX)
@@ -117,14 +135,7 @@ impl ProcessCap {
         };
         match cgroups() {
             Ok(parent) => Ok(ProcessCap::PidsCgroup { parent, limit }),
-            Err(cgroup) => Err(format!(
-                "a process limit is configured, but nothing here can cap root's processes: \
-                 this kernel (before Linux 6.14) keeps one pid_max for the whole machine, \
-                 RLIMIT_NPROC does not bind root, no systemd scope can be made ({systemd}), \
-                 and no pids cgroup can be made ({cgroup}). Fix: run Spear as an ordinary \
-                 user, or on a host with systemd, or give it a writable cgroup filesystem, or \
-                 run on Linux 6.14 or later"
-            )),
+            Err(cgroup) => Err(ProcessCapUnavailable { systemd, cgroup }),
         }
     }
 
@@ -161,11 +172,6 @@ impl ProcessCap {
             ProcessCap::PidsCgroup { .. } => "pids_cgroup",
         }
     }
-}
-
-/// The pids cgroup parent for this process, or why there is none, as text.
-pub fn find_pids_cgroup() -> Result<PidsCgroupParent, String> {
-    PidsCgroupParent::find().map_err(|e| e.to_string())
 }
 
 /// Whether `root` looks like a host whose PID 1 is systemd (for messages only).
@@ -207,18 +213,17 @@ mod tests {
         SystemdScopeRunner::with_root(d.path(), PathBuf::from("/nonexistent"), true)
     }
 
-    fn fake_cgroups() -> Result<PidsCgroupParent, String> {
+    fn fake_cgroups() -> Result<PidsCgroupParent, PidsCgroupError> {
         PidsCgroupParent::find_from(
             "8:pids:/\n",
             "38 30 0:34 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids",
             Path::new("/"),
             &|_| true,
         )
-        .map_err(|e| e.to_string())
     }
 
-    fn no_cgroups() -> Result<PidsCgroupParent, String> {
-        Err("no cgroup hierarchy here carries the pids controller".into())
+    fn no_cgroups() -> Result<PidsCgroupParent, PidsCgroupError> {
+        Err(PidsCgroupError::NoController)
     }
 
     #[test]
@@ -256,6 +261,15 @@ mod tests {
             cap.describe()
         );
         let refused = ProcessCap::choose(100, &root, &s, &no_cgroups).unwrap_err();
+        // The parts that say why are kept, typed, for whoever reports them.
+        assert_eq!(
+            refused.systemd,
+            ScopeError::NotPid1 {
+                comm: "unknown".into()
+            }
+        );
+        assert_eq!(refused.cgroup, PidsCgroupError::NoController);
+        let refused = refused.to_string();
         for part in [
             "RLIMIT_NPROC does not bind root",
             "systemd",

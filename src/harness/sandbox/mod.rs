@@ -5,6 +5,7 @@
 
 pub mod argv;
 pub mod env;
+pub mod error;
 mod launch;
 pub mod ledger;
 pub mod netns;
@@ -17,6 +18,7 @@ pub mod spec;
 pub mod tmpfs;
 
 pub use argv::build_argv;
+pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
@@ -31,7 +33,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rustix::process::{Resource, Rlimit};
-use thiserror::Error;
 
 use crate::harness::process::{
     ForeignProcess, NetnsPlan, NullSink, OutputSink, ProcessError, configure_namespaces,
@@ -39,23 +40,6 @@ use crate::harness::process::{
 use crate::harness::resource_control::process_cap::ProcessCap;
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 use launch::{Running, StatusPipe};
-
-/// The execution layer's error: the machinery broke (as opposed to a command failing).
-#[derive(Debug, Error)]
-pub enum SandboxError {
-    #[error("{0}")]
-    Spec(String),
-    #[error("{0}")]
-    Unavailable(String),
-    /// bwrap started, but its namespaces could not be given their settings: a failure of this
-    /// launch, not a missing mechanism, so a preflight that meets it may be tried again.
-    #[error("{0}")]
-    NamespaceSetup(String),
-    #[error(transparent)]
-    Process(#[from] ProcessError),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-}
 
 /// How long a preflight may take before it is declared failed (a hung mount cannot hang Spear).
 pub const PREFLIGHT_LIMIT: Duration = Duration::from_secs(10);
@@ -110,7 +94,8 @@ pub struct BubblewrapSandbox {
     layout: HostLayout,
     preflight: tokio::sync::Mutex<Option<Result<(), PreflightFailure>>>,
     /// Network preflight results, per workspace (the sandbox is the other half of the key).
-    pub(crate) net_preflight: tokio::sync::Mutex<HashMap<PathBuf, Result<(), String>>>,
+    pub(crate) net_preflight:
+        tokio::sync::Mutex<HashMap<PathBuf, Result<(), netns::NetworkPreflightError>>>,
     /// Set when a sandbox on the network path was told to die and its death could not be
     /// confirmed: every later network request is refused for the life of this instance.
     network_containment_failed: AtomicBool,
@@ -160,23 +145,13 @@ impl BubblewrapSandbox {
     }
 
     /// The bwrap binary, or why there is none.
-    pub fn bwrap(&self) -> Result<&Path, String> {
-        self.bwrap.as_deref().ok_or_else(|| {
-            format!(
-                "bubblewrap (bwrap) is not installed or not on PATH, so no command can run \
-                 confined; {}",
-                preflight::INSTALL_BWRAP
-            )
-        })
+    pub fn bwrap(&self) -> Result<&Path, HelperMissing> {
+        self.bwrap.as_deref().ok_or(HelperMissing::Bwrap)
     }
 
     /// The slirp4netns binary, or why there is none.
-    pub fn slirp(&self) -> Result<&Path, String> {
-        self.slirp.as_deref().ok_or_else(|| {
-            "slirp4netns is not installed or not on PATH, so a command that needs the network \
-             cannot get it; install it: `apt-get install slirp4netns`"
-                .to_string()
-        })
+    pub fn slirp(&self) -> Result<&Path, HelperMissing> {
+        self.slirp.as_deref().ok_or(HelperMissing::Slirp)
     }
 
     pub fn network_containment_failed(&self) -> bool {
@@ -243,7 +218,12 @@ impl BubblewrapSandbox {
             )
             .await
             .map_err(|e| match e {
-                SandboxError::Unavailable(r) => PreflightFailure::Absent(r),
+                // What the sandbox lacks here is terminal: probing again would find it lacking.
+                e @ (SandboxError::HelperMissing(_)
+                | SandboxError::ScopeUnavailable(_)
+                | SandboxError::CgroupCreate(_)
+                | SandboxError::Ledger(_)
+                | SandboxError::NoSeccompFilter { .. }) => PreflightFailure::Absent(e.to_string()),
                 SandboxError::Process(ProcessError::Spawn { program, source }) => {
                     if source.kind() == std::io::ErrorKind::NotFound {
                         PreflightFailure::Absent(format!(
@@ -342,22 +322,19 @@ impl BubblewrapSandbox {
         // Nothing ran; the blocked sandbox is taken down, and whether it died is checked: a
         // network sandbox whose death is unconfirmed may still hold a namespace a helper could
         // be attached to, so every later network request is refused (containment poisoning).
-        let unconfirmed = self.kill_confirmed(&running).await.err().map(|e| {
+        let unconfirmed = self.kill_confirmed(&running).await.err().inspect(|_| {
             if limits.netns.is_some() {
                 self.poison_network();
             }
-            format!(" The sandbox's death could not be confirmed: {e}.")
         });
         match (failure, unconfirmed) {
             // bwrap ended or hung before its command: finish reports bwrap's words.
             (None, None) => Ok(running),
-            (None, Some(why)) => Err(SandboxError::NamespaceSetup(format!(
-                "bwrap ended or hung before its command started.{why}"
-            ))),
-            (Some(e), why) => Err(SandboxError::NamespaceSetup(format!(
-                "the sandbox's namespaces could not be prepared: {e}.{}",
-                why.unwrap_or_default()
-            ))),
+            (None, Some(e)) => Err(SandboxError::EndedUnconfirmed(e)),
+            (Some(source), unconfirmed) => Err(SandboxError::NamespaceSetup {
+                source,
+                unconfirmed,
+            }),
         }
     }
 
@@ -371,10 +348,10 @@ impl BubblewrapSandbox {
         killed
     }
 
-    fn injected_setup_failure(&self) -> std::io::Result<()> {
+    fn injected_setup_failure(&self) -> Result<(), NamespacePrepError> {
         #[cfg(test)]
         if self.faults.namespace_setup.load(Ordering::SeqCst) {
-            return Err(std::io::Error::other("injected namespace setup failure"));
+            return Err(std::io::Error::other("injected namespace setup failure").into());
         }
         Ok(())
     }
@@ -388,12 +365,12 @@ impl BubblewrapSandbox {
         status_read: OwnedFd,
         child_fds: Vec<OwnedFd>,
     ) -> Result<Running, SandboxError> {
-        let bwrap = self.bwrap().map_err(SandboxError::Unavailable)?;
+        let bwrap = self.bwrap()?;
         let argv = build_argv(spec);
         let (program, argv): (PathBuf, Vec<OsString>) = match &limits.cgroup {
             None => (bwrap.to_path_buf(), argv),
             Some((scope, cg)) => {
-                scope.available().map_err(SandboxError::Unavailable)?;
+                scope.available()?;
                 let mut full = vec![bwrap.as_os_str().to_os_string()];
                 full.extend(argv);
                 let wrapped = scope.wrap(&full, cg, &scope.unit_name());
@@ -407,17 +384,9 @@ impl BubblewrapSandbox {
             Some(l) => l.record(),
             None => LedgerEntry::unrecorded(),
         }
-        .map_err(|e| {
-            SandboxError::Unavailable(format!(
-                "cannot record the launch in the sandbox ledger: {e}"
-            ))
-        })?;
+        .map_err(SandboxError::Ledger)?;
         let cgroup = match &limits.process_cap {
-            Some(ProcessCap::PidsCgroup { parent, limit }) => Some(
-                parent
-                    .create(*limit)
-                    .map_err(|e| SandboxError::Unavailable(e.to_string()))?,
-            ),
+            Some(ProcessCap::PidsCgroup { parent, limit }) => Some(parent.create(*limit)?),
             _ => None,
         };
         Ok(Running::spawn(
@@ -435,7 +404,7 @@ impl BubblewrapSandbox {
 /// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
 /// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied). The pidfd is
 /// checked alive afterwards, so the numeric `/proc` paths named the held process throughout.
-fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
+fn write_id_maps(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {
     let pid = inner.pid()?;
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -448,7 +417,7 @@ fn write_id_maps(inner: &ForeignProcess) -> std::io::Result<()> {
 /// The settings only a process inside the namespaces can write (no nested user namespaces,
 /// the process cap, the network path's refusal routes), made before the command is let
 /// through `--block-fd`.
-fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<()> {
+fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> Result<(), NamespacePrepError> {
     let (pid_max, nproc) = match &limits.process_cap {
         Some(ProcessCap::PidNamespace { pid_max }) => (Some(*pid_max), None),
         Some(ProcessCap::UserNamespaceNproc { limit }) => (None, Some(*limit)),
@@ -458,12 +427,10 @@ fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> std::io::Result<(
     alive(inner)
 }
 
-fn alive(inner: &ForeignProcess) -> std::io::Result<()> {
+fn alive(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {
     if inner.is_alive() {
         Ok(())
     } else {
-        Err(std::io::Error::other(
-            "the sandbox's namespace init died while it was being prepared",
-        ))
+        Err(NamespacePrepError::InitDied)
     }
 }

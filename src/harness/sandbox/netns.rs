@@ -10,17 +10,19 @@
 //! path was told to die and its death could not be confirmed through its pidfd, the sandbox
 //! instance refuses every later network request (`network_containment_failed`).
 
+pub mod error;
 pub mod ranges;
 pub mod refused;
 pub mod routes;
 
+pub use error::{NetworkPreflightError, NetworkSetupError, NetworkSupportError};
 pub use ranges::{IpPrefix, PrefixParseError};
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
@@ -36,22 +38,19 @@ pub const SLIRP_DNS: &str = "10.0.2.3";
 const READY_LIMIT: Duration = Duration::from_secs(10);
 
 /// Whether the network path can work here: the helper exists and supports pinned namespaces.
-pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), String> {
+pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), NetworkSupportError> {
     let slirp = sandbox.slirp()?;
-    static PINNED: OnceLock<Result<(), String>> = OnceLock::new();
+    static PINNED: OnceLock<Result<(), NetworkSupportError>> = OnceLock::new();
     PINNED
         .get_or_init(|| {
             let help = Command::new(slirp)
                 .arg("--help")
                 .env_clear()
                 .output()
-                .map_err(|e| format!("slirp4netns cannot be run: {e}"))?;
+                .map_err(|e| NetworkSupportError::SlirpUnrunnable(Arc::new(e)))?;
             let text = String::from_utf8_lossy(&help.stdout);
             if !text.contains("--netns-type") || !text.contains("--userns-path") {
-                return Err("this slirp4netns cannot attach to a pinned namespace (no \
-                            --netns-type=path / --userns-path); install slirp4netns 0.4 or \
-                            newer"
-                    .into());
+                return Err(NetworkSupportError::NoPinnedNamespaces);
             }
             // Unprivileged, slirp4netns opens /dev/net/tun inside the sandbox's namespaces
             // with no privilege on the host: the device must be open to everyone, as
@@ -61,17 +60,14 @@ pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), String> {
                     .read(true)
                     .write(true)
                     .open("/dev/net/tun")
-                    .map_err(|e| {
-                        format!(
-                            "slirp4netns cannot open /dev/net/tun as this user ({e}); the \
-                             device should be mode 0666 as distributions ship it: \
-                             `chmod 0666 /dev/net/tun` as root"
-                        )
-                    })?;
+                    .map_err(|e| NetworkSupportError::TunUnopenable(Arc::new(e)))?;
             }
             for ns in ["net", "user"] {
                 File::open(format!("/proc/self/ns/{ns}")).map_err(|e| {
-                    format!("namespace handles cannot be opened here (/proc/self/ns/{ns}: {e})")
+                    NetworkSupportError::NamespaceHandle {
+                        ns,
+                        source: Arc::new(e),
+                    }
                 })?;
             }
             Ok(())
@@ -90,14 +86,9 @@ pub async fn run_with_slirp(
     network_allow: &[IpPrefix],
 ) -> Result<Outcome, SandboxError> {
     if sandbox.network_containment_failed() {
-        return Err(SandboxError::Unavailable(
-            "network is refused: an earlier network sandbox could not be confirmed dead".into(),
-        ));
+        return Err(SandboxError::NetworkPoisoned);
     }
-    let slirp = sandbox
-        .slirp()
-        .map_err(SandboxError::Unavailable)?
-        .to_path_buf();
+    let slirp = sandbox.slirp()?.to_path_buf();
     let resolv = resolv_conf_memfd()?;
     spec.network = SandboxNetwork::Slirp {
         resolv_conf_fd: resolv.as_raw_fd(),
@@ -119,9 +110,7 @@ pub async fn run_with_slirp(
             if sandbox.kill_confirmed(&running).await.is_err() {
                 sandbox.poison_network();
             }
-            return Err(SandboxError::Unavailable(format!(
-                "the network path could not be set up: {why}"
-            )));
+            return Err(SandboxError::NetworkSetup(why));
         }
     };
     // Only now may the command start.
@@ -143,22 +132,21 @@ fn refusals(
     network_allow: &[IpPrefix],
     allow_host_loopback: bool,
 ) -> Result<(Vec<IpPrefix>, bool), SandboxError> {
-    let host = refused::host_addresses().map_err(|e| {
-        SandboxError::Unavailable(format!(
-            "the host's addresses cannot be listed, so they cannot be refused to the network \
-             path: {e}"
-        ))
-    })?;
+    let host = refused::host_addresses().map_err(SandboxError::HostAddresses)?;
     let ipv6 = refused::kernel_has_ipv6();
     let prefixes = refused::refused_prefixes(&host, network_allow, allow_host_loopback, ipv6);
     Ok((prefixes, ipv6))
 }
 
 /// Read the sandbox's routing tables back and check every refusal route is in place.
-fn verify_refusals(inner: &ForeignProcess, pid: i32, refused: &[IpPrefix]) -> Result<(), String> {
-    let read = |table: &str| {
+fn verify_refusals(
+    inner: &ForeignProcess,
+    pid: i32,
+    refused: &[IpPrefix],
+) -> Result<(), NetworkSetupError> {
+    let read = |table: &'static str| {
         std::fs::read_to_string(format!("/proc/{pid}/net/{table}"))
-            .map_err(|e| format!("cannot read the sandbox's routing table ({table}): {e}"))
+            .map_err(|source| NetworkSetupError::RouteTableUnreadable { table, source })
     };
     let v4 = read("route")?;
     let v6 = match refused.iter().any(|p| !p.is_ipv4()) {
@@ -167,9 +155,12 @@ fn verify_refusals(inner: &ForeignProcess, pid: i32, refused: &[IpPrefix]) -> Re
     };
     // As for the namespace handles: alive after the read, so the number named the sandbox.
     if !inner.is_alive() {
-        return Err("the sandbox's namespace init died while its routes were checked".into());
+        return Err(NetworkSetupError::DiedWhileRoutesChecked);
     }
-    routes::check_installed(refused, &routes::reject_routes(&v4, &v6))
+    Ok(routes::check_installed(
+        refused,
+        &routes::reject_routes(&v4, &v6),
+    )?)
 }
 
 /// Pin the sandbox's namespaces and start slirp4netns on them; returns the helper once ready
@@ -179,30 +170,29 @@ async fn attach(
     slirp: &std::path::Path,
     allow_host_loopback: bool,
     refused: &[IpPrefix],
-) -> Result<crate::harness::process::HeldChild, String> {
+) -> Result<crate::harness::process::HeldChild, NetworkSetupError> {
     let inner = running
         .inner(READY_LIMIT)
         .await
-        .ok_or("bwrap ended before reporting its namespace")?;
-    let pid = inner.pid().map_err(|e| e.to_string())?;
+        .ok_or(NetworkSetupError::EndedBeforeReport)?;
+    let pid = inner.pid()?;
     let net: OwnedFd = File::open(format!("/proc/{pid}/ns/net"))
-        .map_err(|e| format!("cannot open the sandbox's network namespace: {e}"))?
+        .map_err(NetworkSetupError::NetnsOpen)?
         .into();
     // slirp4netns must not configure the namespace while bwrap still does (bwrap's loopback
     // setup fails when the two race): wait until bwrap's loopback is up.
     wait_for_loopback(inner, pid).await?;
     // The owner of the network namespace, asked of the namespace itself: bwrap's init may sit
     // in a nested user namespace (`--disable-userns`) that has no power over the netns.
-    let user = owner_userns(&net)
-        .map_err(|e| format!("cannot open the owner of the sandbox's network namespace: {e}"))?;
+    let user = owner_userns(&net).map_err(NetworkSetupError::OwnerUserns)?;
     // The init cannot finish before the command is let through --block-fd, and its pidfd held
     // it before the handles were opened; check through the pidfd that it is still alive, so the
     // number named it throughout.
     if !inner.is_alive() {
-        return Err("the sandbox's namespace init died while its namespaces were pinned".into());
+        return Err(NetworkSetupError::DiedWhilePinned);
     }
     let (ready_read, ready_write) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| e.to_string())?;
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(std::io::Error::from)?;
     let mut cmd = Command::new(slirp);
     cmd.env_clear()
         .arg("--configure")
@@ -219,24 +209,29 @@ async fn attach(
     // The helper's complaints go to an in-memory file: never a pipe it could block on.
     let log = File::from(
         rustix::fs::memfd_create("spear-slirp-log", rustix::fs::MemfdFlags::CLOEXEC)
-            .map_err(|e| e.to_string())?,
+            .map_err(std::io::Error::from)?,
     );
     let helper = spawn_held(SpawnRequest {
         command: cmd,
         inherit_fds: &fds,
         rlimits: &[],
         capture: false,
-        stderr_file: Some(log.try_clone().map_err(|e| e.to_string())?),
+        stderr_file: Some(log.try_clone()?),
         join_cgroup: None,
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     drop((net, user, ready_write));
-    let mut ready = pipe::Receiver::from_owned_fd(ready_read).map_err(|e| e.to_string())?;
+    let mut ready = pipe::Receiver::from_owned_fd(ready_read)?;
     let mut byte = [0u8; 1];
+    // Why the helper is not ready, completed with what it wrote to its log.
+    enum NotReady {
+        Read(std::io::Error),
+        Exited(Result<crate::harness::process::Exit, crate::harness::process::ProcessError>),
+        TimedOut,
+    }
     let waited = tokio::select! {
-        r = ready.read(&mut byte) => r.map_err(|e| e.to_string()),
-        r = helper.wait() => Err(format!("slirp4netns exited early ({r:?})")),
-        _ = tokio::time::sleep(READY_LIMIT) => Err("slirp4netns did not become ready".into()),
+        r = ready.read(&mut byte) => r.map_err(NotReady::Read),
+        r = helper.wait() => Err(NotReady::Exited(r)),
+        _ = tokio::time::sleep(READY_LIMIT) => Err(NotReady::TimedOut),
     };
     match waited {
         Ok(1) => match verify_refusals(inner, pid, refused) {
@@ -250,8 +245,10 @@ async fn attach(
             let _ = helper.stop(KILL_GRACE).await;
             let said = read_log(&log);
             Err(match other {
-                Err(e) => format!("{e}: {said}"),
-                Ok(_) => format!("slirp4netns closed its ready fd without configuring: {said}"),
+                Err(NotReady::Read(source)) => NetworkSetupError::ReadyRead { source, said },
+                Err(NotReady::Exited(exit)) => NetworkSetupError::HelperExited { exit, said },
+                Err(NotReady::TimedOut) => NetworkSetupError::HelperNotReady { said },
+                Ok(_) => NetworkSetupError::ReadyFdClosed { said },
             })
         }
     }
@@ -262,7 +259,7 @@ async fn attach(
 async fn wait_for_loopback(
     inner: &crate::harness::process::ForeignProcess,
     pid: i32,
-) -> Result<(), String> {
+) -> Result<(), NetworkSetupError> {
     let deadline = std::time::Instant::now() + READY_LIMIT;
     let path = format!("/proc/{pid}/net/fib_trie");
     loop {
@@ -270,10 +267,10 @@ async fn wait_for_loopback(
             return Ok(());
         }
         if !inner.is_alive() {
-            return Err("the sandbox died during its setup".into());
+            return Err(NetworkSetupError::DiedDuringSetup);
         }
         if std::time::Instant::now() > deadline {
-            return Err("the sandbox's loopback never came up".into());
+            return Err(NetworkSetupError::LoopbackNeverUp);
         }
         tokio::time::sleep(Duration::from_micros(500)).await;
     }

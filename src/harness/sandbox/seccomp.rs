@@ -199,12 +199,8 @@ pub fn refused_calls() -> Vec<RefusedCall> {
 
 /// The architecture the filter is built for, or why there is none.
 pub fn target_arch(arch: &str) -> Result<TargetArch, SandboxError> {
-    let unsupported = || {
-        SandboxError::Unavailable(format!(
-            "Spear has no seccomp filter for the {arch} architecture (it has one for {}), and \
-             it does not run commands without one",
-            SUPPORTED_ARCHES.join(" and ")
-        ))
+    let unsupported = || SandboxError::NoSeccompFilter {
+        arch: arch.to_string(),
     };
     if !SUPPORTED_ARCHES.contains(&arch) {
         return Err(unsupported());
@@ -254,9 +250,7 @@ pub fn program() -> Result<BpfProgram, SandboxError> {
     let arch = target_arch(std::env::consts::ARCH)?;
     let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
         refused_calls().iter().map(|c| (c.nr, Vec::new())).collect();
-    let broken = |e: seccompiler::BackendError| {
-        SandboxError::Spec(format!("the seccomp filter could not be built: {e}"))
-    };
+    let broken = SandboxError::SeccompBuild;
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,

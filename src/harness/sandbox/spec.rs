@@ -6,8 +6,8 @@
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use super::SandboxError;
 use super::tmpfs::TmpfsSizes;
+use super::{SandboxError, SpecError};
 
 /// A top-level system path as it exists on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -301,10 +301,7 @@ pub fn plan_protections(
             || rel.is_absolute()
             || rel.components().any(|c| c == Component::ParentDir)
         {
-            return Err(SandboxError::Spec(format!(
-                "protected path {} must be relative to the workspace and stay inside it",
-                rel.display()
-            )));
+            return Err(SpecError::ProtectedPathOutside(rel.to_path_buf()).into());
         }
         let mut current = workspace.to_path_buf();
         for (i, part) in parts.iter().enumerate() {
@@ -323,13 +320,11 @@ pub fn plan_protections(
                 }
                 Ok(meta) if meta.file_type().is_symlink() => {
                     if parent == workspace {
-                        return Err(SandboxError::Spec(format!(
-                            "{} is a symlink in the workspace root; Spear cannot keep {} \
-                             read-only in a writable sandbox. Replace the link with the real \
-                             directory, or run the command without workspace write access",
-                            current.display(),
-                            rel.display()
-                        )));
+                        return Err(SpecError::ProtectedBehindSymlink {
+                            link: current,
+                            protected: rel.to_path_buf(),
+                        }
+                        .into());
                     }
                     pins.remove(&Protection::Pin(parent.clone()));
                     finals.insert(Protection::ReadOnly(parent));
@@ -373,23 +368,19 @@ pub fn plan_protections(
 /// the way, absolute, normalised) and does not hide the system view or the workspace.
 pub fn vet_host_read_path(path: &Path, workspace: &Path) -> Result<PathBuf, SandboxError> {
     if !path.is_absolute() {
-        return Err(SandboxError::Spec(format!(
-            "host read path {} is not absolute",
-            path.display()
-        )));
+        return Err(SpecError::HostReadNotAbsolute(path.to_path_buf()).into());
     }
-    let canonical = std::fs::canonicalize(path).map_err(|e| {
-        SandboxError::Spec(format!(
-            "host read path {} cannot be resolved: {e}",
-            path.display()
-        ))
-    })?;
+    let canonical =
+        std::fs::canonicalize(path).map_err(|source| SpecError::HostReadUnresolvable {
+            path: path.to_path_buf(),
+            source,
+        })?;
     if canonical != normalize(path) || canonical != path {
-        return Err(SandboxError::Spec(format!(
-            "host read path {} resolves to {}; give the resolved path",
-            path.display(),
-            canonical.display()
-        )));
+        return Err(SpecError::HostReadNotResolved {
+            path: path.to_path_buf(),
+            resolved: canonical,
+        }
+        .into());
     }
     if canonical == Path::new("/")
         || workspace.starts_with(&canonical)
@@ -397,10 +388,7 @@ pub fn vet_host_read_path(path: &Path, workspace: &Path) -> Result<PathBuf, Sand
             .iter()
             .any(|s| Path::new(s).starts_with(&canonical))
     {
-        return Err(SandboxError::Spec(format!(
-            "host read path {} would cover the system view or the workspace",
-            canonical.display()
-        )));
+        return Err(SpecError::HostReadCovers(canonical).into());
     }
     Ok(canonical)
 }

@@ -1,7 +1,7 @@
 //! `TmpfsSizes`: the size of every tmpfs a sandbox gets, so that no command can fill host
 //! memory through one. Invariant: no size is 0, which tmpfs would read as "no limit".
 
-use super::SandboxError;
+use super::{SandboxError, SpecError};
 
 /// The size in bytes of every writable tmpfs the sandbox gets (`/dev` itself is read-only).
 /// tmpfs pages are charged to the memory cgroup of the process that writes them, so under
@@ -42,10 +42,7 @@ impl TmpfsSizes {
     pub fn check(&self) -> Result<(), SandboxError> {
         for (mount, bytes) in self.entries() {
             if bytes < MASK_TMPFS_BYTES {
-                return Err(SandboxError::Spec(format!(
-                    "the tmpfs size for {mount} is {bytes} bytes; give at least \
-                     {MASK_TMPFS_BYTES} (tmpfs reads 0 as unlimited)"
-                )));
+                return Err(SpecError::TmpfsTooSmall { mount, bytes }.into());
             }
         }
         Ok(())

@@ -100,22 +100,38 @@ pub fn reject_routes(route_v4: &str, route_v6: &str) -> Vec<IpPrefix> {
     out
 }
 
+/// Refusal routes that were asked for and are not in the sandbox's routing table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} of {expected} refusal routes are not in the sandbox's routing table: {}",
+    missing.len(),
+    joined(missing)
+)]
+pub struct RoutesMissing {
+    pub missing: Vec<IpPrefix>,
+    /// How many were asked for.
+    pub expected: usize,
+}
+
+fn joined(prefixes: &[IpPrefix]) -> String {
+    let names: Vec<String> = prefixes.iter().map(ToString::to_string).collect();
+    names.join(", ")
+}
+
 /// `Ok` when every prefix of `expected` is among `installed`; otherwise which are missing.
-pub fn check_installed(expected: &[IpPrefix], installed: &[IpPrefix]) -> Result<(), String> {
-    let missing: Vec<String> = expected
+pub fn check_installed(expected: &[IpPrefix], installed: &[IpPrefix]) -> Result<(), RoutesMissing> {
+    let missing: Vec<IpPrefix> = expected
         .iter()
         .filter(|p| !installed.contains(p))
-        .map(ToString::to_string)
+        .copied()
         .collect();
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "{} of {} refusal routes are not in the sandbox's routing table: {}",
-            missing.len(),
-            expected.len(),
-            missing.join(", ")
-        ))
+        Err(RoutesMissing {
+            missing,
+            expected: expected.len(),
+        })
     }
 }
 
@@ -224,9 +240,11 @@ mod tests {
     fn a_missing_route_is_named() {
         let have = [p("10.0.0.0/8")];
         assert_eq!(check_installed(&[p("10.0.0.0/8")], &have), Ok(()));
+        let missing = check_installed(&[p("10.0.0.0/8"), p("fc00::/7")], &have).unwrap_err();
+        assert_eq!(missing.missing, [p("fc00::/7")]);
         assert_eq!(
-            check_installed(&[p("10.0.0.0/8"), p("fc00::/7")], &have),
-            Err("1 of 2 refusal routes are not in the sandbox's routing table: fc00::/7".into())
+            missing.to_string(),
+            "1 of 2 refusal routes are not in the sandbox's routing table: fc00::/7"
         );
     }
 }
