@@ -13,8 +13,13 @@ mod pdf;
 mod capability;
 #[path = "web/documents.rs"]
 mod documents;
+#[path = "web/exposure.rs"]
+mod exposure;
 #[path = "web/fetch.rs"]
 mod fetch;
+#[allow(dead_code)] // the scripted model is what this binary needs of the loop's fixtures
+#[path = "agent_loop/support.rs"]
+mod loop_support;
 #[path = "web/search.rs"]
 mod search;
 #[path = "web/server.rs"]

@@ -460,3 +460,39 @@ fn save_as_in_auto_writes_the_body_atomically_and_the_target_policy_applies() {
         "[core]\n"
     );
 }
+
+#[test]
+fn a_name_is_resolved_once_and_only_its_allowed_addresses_are_used() {
+    let (p, s) = (Project::new(), site());
+    // `localhost` resolves to 127.0.0.1 (allowed) and usually ::1 (not): the fetch goes to the
+    // allowed address, by name, through the pinned resolution.
+    let port = s.origin.rsplit(':').next().unwrap();
+    let env = read(
+        &p,
+        loopback_only(),
+        &format!("http://localhost:{port}/notes.md"),
+    );
+    assert_eq!(env.status, ToolStatus::Ok, "{:?}", env.reason);
+    assert!(
+        env.stdout
+            .starts_with(&format!("http://localhost:{port}/notes.md"))
+    );
+    assert_eq!(s.hits("/notes.md"), 1);
+}
+
+#[test]
+fn a_redirect_off_http_is_refused() {
+    let (p, s) = (Project::new(), site());
+    s.route(
+        "/to-file",
+        Route::Redirect(302, "file:///etc/passwd".into()),
+    );
+    let env = read(&p, loopback_only(), &s.url("/to-file"));
+    assert_eq!(env.status, ToolStatus::Denied);
+    assert!(env.reason.unwrap().contains("only http and https"));
+    let env = read(&p, loopback_only(), "ftp://127.0.0.1/x");
+    assert_eq!(env.status, ToolStatus::Denied);
+    let env = read(&p, loopback_only(), "not a url");
+    assert_eq!(env.status, ToolStatus::Failed);
+    assert!(env.reason.unwrap().contains("is not a URL"));
+}
