@@ -168,6 +168,30 @@ mod tests {
         )
     }
 
+    /// The `[web]` lines of the commented defaults, uncommented, say what the defaults are.
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        let text = super::super::DEFAULT_CONFIG;
+        let start = text.find("[web]").unwrap();
+        let end = start + text[start..].find("\n# Named providers").unwrap();
+        let mut web = String::from("[web]\n");
+        for line in text[start..end].lines() {
+            if let Some(kv) = line.strip_prefix("# ").filter(|l| {
+                l.split_once(" = ")
+                    .is_some_and(|(k, _)| k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            }) {
+                web.push_str(kv);
+                web.push('\n');
+            }
+        }
+        assert!(web.lines().count() >= 10, "{web}");
+        let (on, s) = resolved(&web, &[]).unwrap();
+        assert!(!on);
+        assert_eq!(s.limits, FetchLimits::default());
+        assert!(!s.addresses.allow_private && s.addresses.allow.is_empty());
+        assert!(matches!(s.search, Some(SearchBackend::Searxng { .. })));
+    }
+
     #[test]
     fn off_by_default_and_switched_by_the_file_or_the_environment() {
         let (on, s) = resolved("", &[]).unwrap();
