@@ -496,3 +496,28 @@ fn a_redirect_off_http_is_refused() {
     assert_eq!(env.status, ToolStatus::Failed);
     assert!(env.reason.unwrap().contains("is not a URL"));
 }
+
+#[test]
+fn text_in_its_declared_encoding_is_decoded() {
+    let (p, s) = (Project::new(), site());
+    let mut latin1 = b"<html><body><article><h1>Men\xfa</h1><p>".to_vec();
+    latin1.extend_from_slice(&b"Caf\xe9 cr\xe8me, served all day in the r\xe9sidence. ".repeat(8));
+    latin1.extend_from_slice(b"</p></article></body></html>");
+    s.route(
+        "/latin1.html",
+        Route::Fixed(200, "text/html; charset=iso-8859-1", latin1),
+    );
+    s.route(
+        "/latin1.txt",
+        Route::Fixed(200, "text/plain; charset=iso-8859-1", b"na\xefve".to_vec()),
+    );
+    let env = read(&p, loopback_only(), &s.url("/latin1.html"));
+    assert_eq!(env.status, ToolStatus::Ok, "{:?}", env.reason);
+    assert!(
+        env.stdout.contains("Café crème") && env.stdout.contains("Menú"),
+        "{}",
+        env.stdout
+    );
+    let env = read(&p, loopback_only(), &s.url("/latin1.txt"));
+    assert!(env.stdout.ends_with("naïve"), "{}", env.stdout);
+}

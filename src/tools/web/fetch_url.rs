@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::tools::coding::write_file::{current, reported};
-use crate::tools::documents::{DocumentError, DocumentKind, html_to_markdown, pdf_pages};
+use crate::tools::documents::{
+    DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
+};
 use crate::tools::handler::{
     Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
     invalid_arguments,
@@ -193,7 +195,7 @@ fn render(f: &Fetched, req: &FetchRequest, web: &WebPair) -> ToolResult {
             Err(e) => ToolResult::failed(format!("{}: the PDF could not be read: {e}", f.url)),
         },
         Some(DocumentKind::Html) => {
-            let text = String::from_utf8_lossy(&f.body);
+            let text = decode_text(&f.body, f.content_type.as_deref(), DocumentKind::Html);
             match html_to_markdown(&text, Some(f.url.as_str())) {
                 Ok(md) => ToolResult::ok(format!("{} ({what}; HTML as Markdown)\n\n{md}", f.url)),
                 Err(e) => ToolResult::failed(format!("{}: {e}", f.url)),
@@ -203,7 +205,7 @@ fn render(f: &Fetched, req: &FetchRequest, web: &WebPair) -> ToolResult {
             "{} ({what}; {})\n\n{}",
             f.url,
             k.as_str(),
-            String::from_utf8_lossy(&f.body)
+            decode_text(&f.body, f.content_type.as_deref(), k)
         )),
         None => ToolResult::ok(format!(
             "{} ({what}): binary content that is not a document Spear reads as text; nothing \
