@@ -61,3 +61,21 @@ fn contained<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     CONTAINED.with(|c| c.set(false));
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contained_panic_is_caught_and_marked_only_while_it_runs() {
+        assert!(!panic_is_contained());
+        let seen = contained(panic_is_contained);
+        assert!(matches!(seen, Ok(true)));
+        let r = contained(|| -> u8 { panic!("a CMap the parser does not know") });
+        assert!(r.is_err());
+        assert!(
+            !panic_is_contained(),
+            "the mark is cleared after a panic too"
+        );
+    }
+}
