@@ -366,11 +366,13 @@ fn save_as_asks_in_ask_mode_and_a_no_writes_nothing() {
     assert_eq!(env.gate, Some(Gate::Approval));
     let asked = no.asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].writes, vec!["code.pdf".to_string()]);
     assert!(
-        format!("{:?}", asked[0]).contains("code.pdf"),
-        "{:?}",
+        asked[0].command.contains(&s.url("/doc.pdf")),
+        "the URL is shown: {:?}",
         asked[0]
     );
+    assert!(asked[0].reasons[0].contains("saves what"), "{:?}", asked[0]);
     assert!(!p.project.join("code.pdf").exists());
     assert_eq!(s.hits("/doc.pdf"), 0);
 

@@ -3,7 +3,7 @@
 //! typed alone in the terminal. SpearHost answers them through the same plans and actions as
 //! the tools (no shell is involved), and a save is gated and authorized as a write.
 
-use crate::harness::command_policy::{CommandAssessment, CommandClass};
+use crate::harness::command_policy::CommandAssessment;
 use crate::harness::primitives::ToolResult;
 use crate::tools::handler::{Gate, Plan, Refusal};
 use crate::tools::host::SpearHost;
@@ -74,12 +74,11 @@ fn run_plan(
                     _ => return Err(refused("host_command_syntax", format!("--{k}? {USAGE}"))),
                 }
             }
-            let assessment = match &req.save_as {
-                None => read_only,
-                Some(p) => save_assessment(source, p),
-            };
             let mut plan = req.plan();
-            plan.command = Some(assessment);
+            // A save keeps the plan's write assessment; a read is SpearHost's read-only answer.
+            if plan.command.is_none() {
+                plan.command = Some(read_only);
+            }
             plan.audit_target = Some(source.to_string());
             Ok(plan)
         }
@@ -132,19 +131,4 @@ fn split_options(args: &[String]) -> Result<(Vec<String>, Vec<(String, String)>)
         }
     }
     Ok((positional, options))
-}
-
-/// A save through the host command, as the command policy sees it: it writes `path`, so it is
-/// WORKSPACE_MUTATING and authorized as any write is (SAFE refuses, ASK asks).
-fn save_assessment(source: &str, path: &str) -> CommandAssessment {
-    CommandAssessment {
-        command: source.to_string(),
-        class: CommandClass::WorkspaceMutating,
-        executables: vec!["spear-capability".into()],
-        writes: vec![path.to_string()],
-        network: false,
-        reasons: vec![format!(
-            "fetch_url saves the fetched file as `{path}` (answered by Spear, no shell)"
-        )],
-    }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::harness::command_policy::{CommandAssessment, CommandClass};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::tools::coding::write_file::{current, reported};
@@ -51,7 +52,20 @@ impl FetchRequest {
         })
     }
 
-    /// The plan: the save target gated as write_file's is, nothing else touched.
+    /// The call as one line, for the person asked to approve a save and for the audit log.
+    pub fn describe(&self) -> String {
+        let mut d = format!("fetch_url {}", self.url);
+        if let Some(p) = &self.pages {
+            d.push_str(&format!(" --pages {p}"));
+        }
+        if let Some(p) = &self.save_as {
+            d.push_str(&format!(" --save-as {p}"));
+        }
+        d
+    }
+
+    /// The plan: the save target gated as write_file's is, nothing else touched. A save is
+    /// authorized as the write it is, with the URL in what the person is asked.
     pub fn plan(self) -> Plan {
         let targets = self
             .save_as
@@ -61,12 +75,31 @@ impl FetchRequest {
                 access: TargetAccess::Write(Writer::WriteFile),
             })
             .collect();
+        let command = self
+            .save_as
+            .as_deref()
+            .map(|p| save_assessment(&self.describe(), &self.url, p));
         Plan {
             targets,
-            command: None,
-            audit_target: Some(self.save_as.clone().unwrap_or_else(|| self.url.clone())),
+            command,
+            audit_target: Some(self.describe()),
             action: Box::new(FetchAction { req: self }),
         }
+    }
+}
+
+/// A save, as the command policy sees it: it writes `path`, so it is WORKSPACE_MUTATING and
+/// authorized as any write is (SAFE refuses, ASK asks, AUTO allows).
+fn save_assessment(described: &str, url: &str, path: &str) -> CommandAssessment {
+    CommandAssessment {
+        command: described.to_string(),
+        class: CommandClass::WorkspaceMutating,
+        executables: Vec::new(),
+        writes: vec![path.to_string()],
+        network: false,
+        reasons: vec![format!(
+            "saves what {url} returns as `{path}` (fetched by Spear itself, not by a command)"
+        )],
     }
 }
 
