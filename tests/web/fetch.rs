@@ -523,3 +523,35 @@ fn text_in_its_declared_encoding_is_decoded() {
     let env = read(&p, loopback_only(), &s.url("/latin1.txt"));
     assert!(env.stdout.ends_with("naïve"), "{}", env.stdout);
 }
+
+#[test]
+fn a_purely_normative_turn_reads_but_may_not_save() {
+    let (p, s) = (Project::new(), site());
+    let router = p.router(true, loopback_only());
+    let settings = spear::tools::exposure::ExposureSettings {
+        standard_engaged: true,
+        web_enabled: true,
+        purely_normative: true,
+    };
+    let view = spear::tools::exposure::ToolExposurePolicy::view(router.registry(), &settings);
+    assert!(view.offers("fetch_url") && !view.working_tree);
+    let mut turn = spear::tools::turn::Turn::new(ExecutionMode::Auto, view, no_approver());
+    let env = call(
+        &router,
+        &mut turn,
+        "fetch_url",
+        json!({"url": s.url("/notes.md")}),
+    );
+    assert_eq!(env.status, ToolStatus::Ok, "{:?}", env.reason);
+    let env = call(
+        &router,
+        &mut turn,
+        "fetch_url",
+        json!({"url": s.url("/notes.md"), "save_as": "n.md"}),
+    );
+    assert_eq!(env.status, ToolStatus::Denied);
+    assert_eq!(env.gate, Some(Gate::RequestScope));
+    assert!(env.reason.unwrap().contains("purely normative"));
+    assert!(!p.project.join("n.md").exists());
+    assert_eq!(s.hits("/notes.md"), 1, "the refused save fetched nothing");
+}
