@@ -6,7 +6,7 @@
 
 CARGO ?= cargo
 FEATURES_FILE := $(CURDIR)/target/test-features.txt
-SYSTEM_PACKAGES := bubblewrap slirp4netns tmux
+SYSTEM_PACKAGES := bubblewrap slirp4netns tmux poppler-utils
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: run test deps build

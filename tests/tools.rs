@@ -6,6 +6,8 @@
 
 #[path = "support/alone.rs"]
 mod alone;
+#[path = "support/approver.rs"]
+mod approver;
 #[path = "tools/cli.rs"]
 mod cli;
 #[path = "tools/exposure.rs"]

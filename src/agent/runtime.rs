@@ -65,7 +65,10 @@ pub(crate) struct Run<'t> {
 impl<M: ChatModel + 'static> AgentRuntime<M> {
     /// A runtime offering the coding surface of `router`'s registry.
     pub fn new(model: Arc<M>, router: Arc<ToolRouter>, options: RuntimeOptions) -> Self {
-        let settings = ExposureSettings::default();
+        let settings = ExposureSettings {
+            web_enabled: router.host().config().web_enabled,
+            ..ExposureSettings::default()
+        };
         let view = ToolExposurePolicy::view(router.registry(), &settings);
         let tools = ToolExposurePolicy::visible(router.registry(), &settings)
             .into_iter()

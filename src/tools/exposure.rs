@@ -45,6 +45,10 @@ impl ExposureSettings {
 pub struct ToolView {
     pub surface: Surface,
     pub names: BTreeSet<String>,
+    /// Whether a call of this turn may write the working tree at all. False for a purely
+    /// normative question, so an offered tool's optional write (fetch_url's `save_as`) is
+    /// refused there as the working-tree tools are withheld.
+    pub working_tree: bool,
 }
 
 impl ToolView {
@@ -88,6 +92,7 @@ impl ToolExposurePolicy {
     pub fn view(registry: &ToolRegistry, settings: &ExposureSettings) -> ToolView {
         ToolView {
             surface: settings.surface(),
+            working_tree: !(settings.standard_engaged && settings.purely_normative),
             names: Self::visible(registry, settings)
                 .into_iter()
                 .map(|s| s.name.clone())

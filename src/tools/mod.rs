@@ -3,6 +3,7 @@
 //! WorkingState. Imports `harness`; `harness` never imports this.
 
 pub mod coding;
+pub mod documents;
 pub mod envelope;
 pub mod executor;
 pub mod exposure;
@@ -23,4 +24,5 @@ pub mod schema;
 pub mod spec;
 pub mod turn;
 pub mod walk;
+pub mod web;
 pub mod working_state;

@@ -207,6 +207,17 @@ impl ToolRouter {
             .filter(|t| matches!(t.access, TargetAccess::Write(_)))
             .map(|t| t.path.as_str())
             .collect();
+        if !turn.view.working_tree && !writes.is_empty() {
+            return Err(Refusal::new(
+                Gate::RequestScope,
+                "purely_normative",
+                ToolResult::denied(format!(
+                    "this turn asks a purely normative question, which reaches no working tree:                      `{}` may not write `{}` here. Ask for the change itself and it is made in                      a turn that may write",
+                    spec.name,
+                    writes.join("`, `")
+                )),
+            ));
+        }
         if let (Some(down), false) = (turn.sandbox_down(), writes.is_empty()) {
             return Err(Refusal::new(
                 Gate::SandboxDown,

@@ -192,6 +192,23 @@ pub const TABLE: &[Layer] = &[
         may_use: NONE,
         private: &[],
     },
+    Layer {
+        name: "refused address ranges",
+        holds: &[
+            "spear::harness::sandbox::netns::refused::REFUSED_RANGES",
+            "spear::harness::sandbox::netns::refused::RefusedRange",
+        ],
+        within: Some("sandbox"),
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
+        name: "system view",
+        holds: &["spear::harness::sandbox::spec::SYSTEM_PATHS"],
+        within: Some("sandbox"),
+        may_use: NONE,
+        private: &[],
+    },
     // ---- harness: composition ---------------------------------------------------------------
     Layer {
         name: "runtime",
@@ -242,6 +259,22 @@ pub const TABLE: &[Layer] = &[
             (
                 "audit",
                 "the audit observer records every mutating attempt and refusal",
+            ),
+            (
+                "network allow-list",
+                "the web pair's address exceptions are prefixes, as the sandbox's are",
+            ),
+            (
+                "refused address ranges",
+                "the web pair refuses the same ranges as the sandbox's network path: one table",
+            ),
+            (
+                "resource limits",
+                "the PDF extractor's sandbox sets its own tighter limits",
+            ),
+            (
+                "system view",
+                "the PDF extractor binds a pdftotext outside the sandbox's system view",
             ),
             (
                 "runtime",
