@@ -9,6 +9,7 @@ mod classify;
 mod commands;
 mod env_args;
 mod invocations;
+mod literal;
 mod options;
 mod paths;
 mod profile;
@@ -22,6 +23,7 @@ pub use authorize::{
     required_capabilities,
 };
 pub use classify::MAX_NESTED_SCRIPTS;
+pub use literal::LiteralArgv;
 // The audit summary leaves out the same inline programs the classifier reads.
 pub use profile::{ExecutionProfile, NotImplemented};
 pub(crate) use tables::{SHELLS, interpreter};

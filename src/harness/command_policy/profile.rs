@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
+use super::literal::LiteralArgv;
 use crate::harness::primitives::{Capability, CapabilitySet};
 
 /// A capability the type names but Spear does not implement: it is always off, and no code can
@@ -37,6 +38,9 @@ pub struct ExecutionProfile {
     pub ssh: NotImplemented,
     pub container_runtime: NotImplemented,
     pub secrets_allowed: NotImplemented,
+    /// The classifier found the command to be exactly this argv: it may be started without a
+    /// shell (only for the command line it was read from).
+    pub literal_argv: Option<LiteralArgv>,
 }
 
 impl ExecutionProfile {
@@ -52,7 +56,14 @@ impl ExecutionProfile {
             ssh: NotImplemented,
             container_runtime: NotImplemented,
             secrets_allowed: NotImplemented,
+            literal_argv: None,
         }
+    }
+
+    /// The same profile carrying the classifier's literal-argv fact for the command.
+    pub fn with_literal_argv(mut self, argv: Option<LiteralArgv>) -> Self {
+        self.literal_argv = argv;
+        self
     }
 
     /// The most restrictive profile: read the workspace, nothing else.
