@@ -18,7 +18,7 @@ pub struct LiteralArgv {
 }
 
 impl LiteralArgv {
-    /// The program (looked up on the sandbox's `PATH` unless it holds a `/`), then its
+    /// The program (a name without `/`, looked up on the sandbox's `PATH`), then its
     /// arguments.
     pub fn argv(&self) -> &[String] {
         &self.argv
@@ -59,12 +59,16 @@ pub(crate) fn literal_argv(source: &str, facts: &ShellFacts) -> Option<LiteralAr
         .collect::<Option<Vec<String>>>()?;
     let name = argv.first()?;
     // A name starting `%` is a job to bash (`%1` runs `fg %1`), one starting `-` an option to
-    // whatever reads the argv: only names that start as a program's can.
+    // whatever reads the argv: only names that start as a program's can. A name with a `/` is
+    // a file of the workspace more often than not, and one without `#!` is read by bash as a
+    // bash script but by the C library's execvp as a /bin/sh one: it keeps bash. Names are
+    // looked up on the sandbox's PATH, whose system directories hold programs and scripts that
+    // start with `#!`.
     let starts_as_program = name
         .chars()
         .next()
-        .is_some_and(|c| c.is_ascii_alphanumeric() || "_./".contains(c));
-    if !starts_as_program || BASH_OWN.contains(&name.as_str()) {
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !starts_as_program || name.contains('/') || BASH_OWN.contains(&name.as_str()) {
         return None;
     }
     Some(LiteralArgv {
