@@ -67,3 +67,6 @@ mod orphans;
 
 #[path = "execution/git_walls.rs"]
 mod git_walls;
+
+#[path = "execution/direct.rs"]
+mod direct;

@@ -109,7 +109,9 @@ fn verify(paths: &AuditPaths) -> anyhow::Result<ExitCode> {
             }
             if report.head_lagging {
                 println!(
-                    "note: the head lags by one record (a writer was interrupted after writing it)"
+                    "note: the head lags by {} record(s): a writer was interrupted after \
+                     writing a record, or the machine stopped before the head reached the disk",
+                    report.head_lag
                 );
             }
             Ok(ExitCode::SUCCESS)

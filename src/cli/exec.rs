@@ -75,8 +75,12 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                 }
                 let mut config =
                     super::wiring::runner_config(&root, &super::wiring::harness_settings()?);
-                config.protected_paths =
-                    targets.protected_dirs(&root, super::common::PROTECTED_SCAN_BUDGET);
+                // Only a writable run binds anything inside the workspace read-only; a
+                // read-only one need not walk the tree for protected directories.
+                if profile.workspace_write {
+                    config.protected_paths =
+                        targets.protected_dirs(&root, super::common::PROTECTED_SCAN_BUDGET);
+                }
                 if let Some(t) = args.timeout {
                     anyhow::ensure!(
                         t > 0.0 && t.is_finite(),

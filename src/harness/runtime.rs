@@ -82,11 +82,25 @@ impl RunnerConfig {
 /// One command to run.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
-    /// Bash source, run as `/bin/bash -c COMMAND` (what was classified is what runs).
+    /// Bash source, run as `/bin/bash -c COMMAND` (what was classified is what runs), or as
+    /// the profile's literal argv when the classifier read one from exactly this source.
     pub command: String,
     pub profile: ExecutionProfile,
     /// Replaces the runner's default for this call only.
     pub timeout: Option<Duration>,
+}
+
+impl RunRequest {
+    /// The argv to start without a shell: the profile's literal argv, when it was read from
+    /// this request's own command (a profile carried over to another command is not trusted
+    /// for it, and that command runs under bash).
+    pub fn literal_argv(&self) -> Option<&[String]> {
+        self.profile
+            .literal_argv
+            .as_ref()
+            .filter(|a| a.source() == self.command)
+            .map(|a| a.argv())
+    }
 }
 
 /// Each of `paths` (absent before the command ran) that exists now, removed again; the flag
@@ -385,7 +399,11 @@ impl CommandRunner {
         {
             return ToolResult::failed(why.to_string());
         }
-        let command: Vec<OsString> = vec!["/bin/bash".into(), "-c".into(), (&req.command).into()];
+        let direct = req.literal_argv();
+        let command: Vec<OsString> = match direct {
+            Some(argv) => argv.iter().map(OsString::from).collect(),
+            None => vec!["/bin/bash".into(), "-c".into(), (&req.command).into()],
+        };
         let hold = match req.profile.workspace_write {
             true => match WorkspaceHold::acquire(&self.workspace) {
                 Ok(h) => Some(h),
@@ -393,10 +411,13 @@ impl CommandRunner {
             },
             false => None,
         };
-        let spec = match self.build_spec(&req.profile, command) {
+        let mut spec = match self.build_spec(&req.profile, command) {
             Ok(s) => s,
             Err(e) => return ToolResult::failed(e.to_string()),
         };
+        if direct.is_some() {
+            env::add_shell_exports(&mut spec.env, &self.workspace);
+        }
         let placeholders: Vec<PathBuf> = spec
             .protections
             .iter()
@@ -412,7 +433,6 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
-        let mut spec = spec;
         // A file hard-linked to one outside the workspace would be changed there too through
         // the writable workspace: each stays read-only (binds after every other, so they win).
         if let Some(b) = &before {
@@ -580,6 +600,8 @@ impl CommandRunner {
                         exit::failure_reason(c, hit, limits),
                         Some(c),
                     )
+                } else if let Some((status, why, code)) = exit::start_failure(c, &stderr) {
+                    (status, Some(why), Some(code))
                 } else if c == 1 && stderr.starts_with("bwrap: ") {
                     (
                         ToolStatus::Failed,

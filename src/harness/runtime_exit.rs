@@ -10,7 +10,28 @@
 //! itself reads as a SIGINT death: nothing outside the process can tell the two apart, and the
 //! reason says so rather than pretend to know.
 
+use crate::harness::primitives::ToolStatus;
 use crate::harness::resource_control::{LimitHit, ResourceLimits};
+
+/// bwrap's report that the program it was to start could not be (`execvp NAME: why`, exit 1),
+/// as bash reports the same failure: 127 `not_found` for a program that is not there, 126
+/// `failed` for one that is there but cannot be executed. Only a launch without bash meets it:
+/// under bash, bash itself reports. `None` for every other ending.
+pub fn start_failure(code: i32, stderr: &str) -> Option<(ToolStatus, String, i32)> {
+    let why = stderr.trim().strip_prefix("bwrap: execvp ")?;
+    if code != 1 || why.contains('\n') {
+        return None;
+    }
+    Some(if why.ends_with(": No such file or directory") {
+        (ToolStatus::NotFound, "command not found".into(), 127)
+    } else {
+        (
+            ToolStatus::Failed,
+            format!("the command could not be started: {why}"),
+            126,
+        )
+    })
+}
 
 /// A signal a command died of: its number, name, and what it means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +148,33 @@ pub fn failure_reason(code: i32, hit: Option<LimitHit>, limits: &ResourceLimits)
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_program_bwrap_could_not_start_is_read_as_bash_reads_it() {
+        let (status, why, code) =
+            super::start_failure(1, "bwrap: execvp nope: No such file or directory\n").unwrap();
+        assert_eq!(
+            (status, why.as_str(), code),
+            (ToolStatus::NotFound, "command not found", 127)
+        );
+        let (status, why, code) =
+            super::start_failure(1, "bwrap: execvp ./data.txt: Permission denied").unwrap();
+        assert_eq!((status, code), (ToolStatus::Failed, 126));
+        assert!(why.contains("./data.txt: Permission denied"), "{why}");
+        // Another exit code, other words, or the command's own output before them: not ours.
+        assert_eq!(
+            super::start_failure(2, "bwrap: execvp x: No such file or directory"),
+            None
+        );
+        assert_eq!(
+            super::start_failure(1, "bwrap: Can't mount proc: EPERM"),
+            None
+        );
+        assert_eq!(
+            super::start_failure(1, "hello\nbwrap: execvp x: No such file or directory"),
+            None
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -33,6 +33,25 @@ fn home_falls_back_when_the_host_one_is_unsuitable() {
     assert_eq!(sandbox_home(None, ws), PathBuf::from("/tmp/home"));
 }
 
+/// A sandbox for `command`, launched and held before its release.
+async fn start_unreleased(
+    runner: &CommandRunner,
+    profile: &ExecutionProfile,
+    command: Vec<OsString>,
+) -> crate::harness::sandbox::Running {
+    let spec = runner.build_spec(profile, command).unwrap();
+    runner
+        .sandbox()
+        .start(
+            spec,
+            &LaunchLimits::default(),
+            Vec::new(),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap()
+}
+
 /// bwrap reads a closed gate as an open one. A launched sandbox that is dropped before its
 /// release (an error path, a cancelled future) must be killed, not let through: its command
 /// never runs and bwrap is gone.
@@ -51,19 +70,12 @@ async fn a_sandbox_dropped_before_its_release_never_runs_the_command() {
     let profile = ExecutionProfile::from_granted(caps, Vec::new());
     let marker = ws.join("marker");
     let cmd = format!("touch {}", marker.display());
-    let spec = runner
-        .build_spec(&profile, vec!["/bin/sh".into(), "-c".into(), cmd.into()])
-        .unwrap();
-    let running = runner
-        .sandbox()
-        .start(
-            spec,
-            &LaunchLimits::default(),
-            Vec::new(),
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
+    let running = start_unreleased(
+        &runner,
+        &profile,
+        vec!["/bin/sh".into(), "-c".into(), cmd.into()],
+    )
+    .await;
     let pid = running.pid();
     assert!(Path::new(&format!("/proc/{pid}")).exists());
     // Held across the drop: it names this bwrap even after it is reaped.
@@ -112,6 +124,44 @@ fn runner_in(dir: &tempfile::TempDir) -> CommandRunner {
     let ws = dir.path().join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     CommandRunner::new(RunnerConfig::for_workspace(&ws)).unwrap()
+}
+
+/// A command that ends by itself is confirmed dead through its pidfds, so its ledger entry is
+/// forgotten without a look through `/proc` for its marker (bwrap exits as soon as the
+/// namespace init reports, often before the init itself is gone). Positive control: a launch
+/// dropped unreleased is not confirmed, and its entry does look.
+#[tokio::test]
+async fn a_command_that_ends_by_itself_is_confirmed_dead_without_a_sweep() {
+    use crate::harness::sandbox::ledger::SCANS;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    let mut config = RunnerConfig::for_workspace(&ws);
+    config.ledger_dir = Some(dir.path().join("ledger"));
+    let runner = CommandRunner::new(config).unwrap();
+    assert!(runner.ledger_sweep().is_some(), "no ledger was opened");
+    runner.ensure_sandbox().await.unwrap();
+    SCANS.with(|n| n.set(0));
+    for _ in 0..15 {
+        let r = run_cmd(&runner, ExecutionProfile::read_only(), "true").await;
+        assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    }
+    assert_eq!(SCANS.with(|n| n.get()), 0, "a finished launch swept /proc");
+    let running = start_unreleased(
+        &runner,
+        &ExecutionProfile::read_only(),
+        vec!["/bin/true".into()],
+    )
+    .await;
+    drop(running);
+    assert!(
+        SCANS.with(|n| n.get()) > 0,
+        "the unreleased launch was not swept"
+    );
+    let left = std::fs::read_dir(dir.path().join("ledger"))
+        .unwrap()
+        .count();
+    assert_eq!(left, 0, "ledger entries were left behind");
 }
 
 async fn run_cmd(runner: &CommandRunner, profile: ExecutionProfile, cmd: &str) -> ToolResult {

@@ -139,6 +139,7 @@ impl SpearHost {
             writes: Vec::new(),
             network: false,
             reasons: vec!["a host command: Spear answers it itself and runs nothing".into()],
+            literal_argv: None,
         }
     }
 

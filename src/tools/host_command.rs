@@ -44,24 +44,14 @@ pub fn detect(source: &str, assessment: &CommandAssessment) -> HostCommandUse {
     let Some(name) = named else {
         return HostCommandUse::None;
     };
-    let alone = match facts.commands.as_slice() {
-        [only] => {
-            let words_static = std::iter::once(&only.name)
-                .chain(&only.args)
-                .all(|w| !(w.dynamic || w.expands || w.glob || w.brace || w.tilde));
-            source.get(only.span.clone()).map(str::trim) == Some(source.trim())
-                && host_name(&only.name.value).is_some()
-                && only.assignments.is_empty()
-                && only.redirects.is_empty()
-                && facts.statement_redirects.is_empty()
-                && facts.heredocs.is_empty()
-                && facts.functions.is_empty()
-                && facts.parse_errors.is_empty()
-                && !facts.too_deep
-                && words_static
-        }
-        _ => false,
-    };
+    let alone = facts.sole_command().is_some_and(|only| {
+        let words_static = std::iter::once(&only.name)
+            .chain(&only.args)
+            .all(|w| !(w.dynamic || w.expands || w.glob || w.brace || w.tilde));
+        source.get(only.span.clone()).map(str::trim) == Some(source.trim())
+            && host_name(&only.name.value).is_some()
+            && words_static
+    });
     if alone && let [only] = facts.commands.as_slice() {
         return HostCommandUse::Alone(HostCommand {
             name,

@@ -462,5 +462,6 @@ fn write_assessment(tool: &str, writes: &[&str]) -> CommandAssessment {
         writes: writes.iter().map(|w| w.to_string()).collect(),
         network: false,
         reasons,
+        literal_argv: None,
     }
 }

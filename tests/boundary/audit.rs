@@ -345,6 +345,54 @@ fn verification_names_the_first_bad_line() {
 }
 
 #[test]
+fn a_head_that_lags_by_several_records_verifies_and_one_ahead_or_off_the_chain_does_not() {
+    // The head is not forced to disk after each record, so a machine that stops may leave it
+    // naming any earlier record; it still never names one the log does not hold.
+    let f = Fixture::new();
+    let (logger, lines) = ten_records(&f);
+    let hash_of = |line: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["hash"].as_str().unwrap().to_string()
+    };
+    let head = |seq: u64, hash: &str| {
+        std::fs::write(&logger.paths().head, format!("{seq:020} {hash}\n")).unwrap();
+    };
+    head(7, &hash_of(&lines[6]));
+    let report = verify(&logger.paths().log, &logger.paths().head)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (report.records, report.head_lagging, report.head_lag),
+        (10, true, 3)
+    );
+    // A head naming record 7 with record 6's hash is off the chain.
+    head(7, &hash_of(&lines[5]));
+    let failure = verify(&logger.paths().log, &logger.paths().head)
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        failure.problem.contains("does not match the head"),
+        "{failure:?}"
+    );
+    // The log cut back behind its head.
+    head(10, &hash_of(&lines[9]));
+    assert_eq!(verify_lines(&logger, &lines, true), Ok(10));
+    let failure = verify_lines(&logger, &lines[..9], true).unwrap_err();
+    assert!(
+        failure.problem.contains("removed from the end"),
+        "{failure:?}"
+    );
+    // The next append brings the head level again.
+    std::fs::write(&logger.paths().log, lines.join("\n") + "\n").unwrap();
+    head(7, &hash_of(&lines[6]));
+    logger.append(&event(10)).unwrap();
+    let report = verify(&logger.paths().log, &logger.paths().head)
+        .unwrap()
+        .unwrap();
+    assert_eq!((report.records, report.head_lag), (11, 0));
+}
+
+#[test]
 fn an_incomplete_last_line_is_reported_then_set_aside_by_the_next_writer() {
     let f = Fixture::new();
     let (logger, lines) = ten_records(&f);

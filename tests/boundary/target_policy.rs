@@ -72,6 +72,7 @@ fn check(
                 writes: vec!["out.txt".into(), written.into()],
                 network: false,
                 reasons: vec![],
+                literal_argv: None,
             };
             policy.check_command_writes(ws, &assessment)
         }

@@ -75,8 +75,13 @@ pub struct VerifyReport {
     /// The last line is incomplete (a writer was killed mid-write): its 1-based line number and
     /// length. Every record before it verified; the next writer sets it aside.
     pub torn_line: Option<(u64, u64)>,
-    /// The head lags the log by one record (a writer was killed between the two writes).
+    /// The head names an earlier record than the last (`head_lag` records earlier).
     pub head_lagging: bool,
+    /// How many records the log holds past the one the head names: one when a writer was
+    /// killed between the two writes; more when the machine stopped before the head reached
+    /// the disk (each record is on disk before its head is written, the head is not forced
+    /// there after it). A head is never ahead of a log nobody cut.
+    pub head_lag: u64,
 }
 
 /// The first thing wrong with a log.
@@ -89,10 +94,20 @@ pub struct VerifyFailure {
 
 /// Check every line, the chain between them, and the end of the log against the head.
 pub fn verify(log: &Path, head: &Path) -> Result<Result<VerifyReport, VerifyFailure>, AuditError> {
+    let head_text = match std::fs::read_to_string(head) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(AuditError::io("read", head, e)),
+    };
+    let head_entry = head_text.as_deref().map(parse_head);
+    let head_seq = match &head_entry {
+        Some(Some((seq, _))) => Some(*seq),
+        _ => None,
+    };
     let file = File::open(log).map_err(|e| AuditError::io("open", log, e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut buf = Vec::new();
-    let (mut line_no, mut prev_hash, mut before_last) = (0u64, GENESIS.to_string(), None);
+    let (mut line_no, mut prev_hash, mut at_head) = (0u64, GENESIS.to_string(), None);
     let mut torn_line = None;
     loop {
         buf.clear();
@@ -128,16 +143,14 @@ pub fn verify(log: &Path, head: &Path) -> Result<Result<VerifyReport, VerifyFail
                 "does not follow the line before it (a line was inserted, deleted or moved)".into(),
             );
         }
-        before_last = Some(std::mem::replace(&mut prev_hash, hash));
+        if head_seq == Some(line_no) {
+            at_head = Some(hash.clone());
+        }
+        prev_hash = hash;
     }
     let records = torn_line.map_or(line_no, |(l, _)| l - 1);
-    let head_text = match std::fs::read_to_string(head) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(AuditError::io("read", head, e)),
-    };
-    let head_lagging = match head_text.as_deref().map(parse_head) {
-        None if records == 0 => false,
+    let head_lag = match head_entry {
+        None if records == 0 => 0,
         None => {
             return Ok(Err(VerifyFailure {
                 line: records + 1,
@@ -159,10 +172,9 @@ pub fn verify(log: &Path, head: &Path) -> Result<Result<VerifyReport, VerifyFail
                     ),
                 }));
             }
-            if seq == records && hash == prev_hash {
-                false
-            } else if seq + 1 == records && before_last.as_deref() == Some(hash.as_str()) {
-                true
+            let names_a_record = seq > 0 && at_head.as_deref() == Some(hash.as_str());
+            if names_a_record || (seq == 0 && records == 0 && hash == GENESIS) {
+                records - seq
             } else {
                 return Ok(Err(VerifyFailure {
                     line: seq.max(1),
@@ -174,6 +186,7 @@ pub fn verify(log: &Path, head: &Path) -> Result<Result<VerifyReport, VerifyFail
     Ok(Ok(VerifyReport {
         records,
         torn_line,
-        head_lagging,
+        head_lagging: head_lag > 0,
+        head_lag,
     }))
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::profile::LiteralArgv;
+
 /// The severity of a command. The order is the severity order: a command's class is the maximum
 /// over its parts, so adding a part can only raise it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -47,6 +49,10 @@ pub struct CommandAssessment {
     pub network: bool,
     /// One human sentence per finding.
     pub reasons: Vec<String>,
+    /// The exact argv when the line is one program run with literal words (then no shell is
+    /// needed to run it); never on the wire.
+    #[serde(skip)]
+    pub literal_argv: Option<LiteralArgv>,
 }
 
 impl CommandAssessment {
@@ -58,6 +64,7 @@ impl CommandAssessment {
             writes: Vec::new(),
             network: false,
             reasons: Vec::new(),
+            literal_argv: None,
         }
     }
 

@@ -156,7 +156,8 @@ pub(crate) fn authorize(
     }
     AuthorizationResult::Granted {
         capabilities: needed,
-        profile: ExecutionProfile::from_granted(needed, host_read_paths.to_vec()),
+        profile: ExecutionProfile::from_granted(needed, host_read_paths.to_vec())
+            .with_literal_argv(assessment.literal_argv.clone()),
         asked,
     }
 }

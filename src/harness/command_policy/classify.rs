@@ -75,6 +75,9 @@ pub(crate) fn classify(
     if let Some(reason) = budget.reason() {
         assessment.raise(ShellComplex, reason);
     }
+    if depth == 0 {
+        assessment.literal_argv = super::literal::literal_argv(source, &facts);
+    }
     if assessment.reasons.is_empty() {
         let reason = if facts.commands.is_empty() {
             "there is no command to run".to_string()

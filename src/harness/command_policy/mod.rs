@@ -11,6 +11,7 @@ mod downloads;
 mod env_args;
 mod git;
 mod invocations;
+mod literal;
 mod options;
 mod paths;
 mod profile;
@@ -25,6 +26,7 @@ pub use authorize::{
     required_capabilities,
 };
 pub use classify::MAX_NESTED_SCRIPTS;
+pub use profile::LiteralArgv;
 // The audit summary leaves out the same inline programs the classifier reads.
 pub use profile::{ExecutionProfile, NotImplemented};
 pub(crate) use tables::{SHELLS, interpreter};

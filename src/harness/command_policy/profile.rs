@@ -37,6 +37,9 @@ pub struct ExecutionProfile {
     pub ssh: NotImplemented,
     pub container_runtime: NotImplemented,
     pub secrets_allowed: NotImplemented,
+    /// The classifier found the command to be exactly this argv: it may be started without a
+    /// shell (only for the command line it was read from).
+    pub literal_argv: Option<LiteralArgv>,
 }
 
 impl ExecutionProfile {
@@ -52,7 +55,14 @@ impl ExecutionProfile {
             ssh: NotImplemented,
             container_runtime: NotImplemented,
             secrets_allowed: NotImplemented,
+            literal_argv: None,
         }
+    }
+
+    /// The same profile carrying the classifier's literal-argv fact for the command.
+    pub fn with_literal_argv(mut self, argv: Option<LiteralArgv>) -> Self {
+        self.literal_argv = argv;
+        self
     }
 
     /// The most restrictive profile: read the workspace, nothing else.
@@ -77,5 +87,26 @@ mod tests {
         let v = serde_json::to_value(&p).unwrap();
         assert_eq!(v["secrets_allowed"], false);
         assert_eq!(v["host_read_paths"][0], "/opt/data");
+    }
+}
+
+/// One program and its arguments, exactly as bash would have run them for `source`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LiteralArgv {
+    #[serde(skip)]
+    pub(crate) source: String,
+    pub(crate) argv: Vec<String>,
+}
+
+impl LiteralArgv {
+    /// The program (a name without `/`, looked up on the sandbox's `PATH`), then its
+    /// arguments.
+    pub fn argv(&self) -> &[String] {
+        &self.argv
+    }
+
+    /// The command line this argv was read from: a runner handed another line ignores it.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 }

@@ -94,6 +94,18 @@ pub fn sandbox_env(
     env
 }
 
+/// What bash adds to the environment of the one program `bash -c` runs for a single simple
+/// command: the working directory, and `SHLVL` as it leaves it when it replaces itself with
+/// that program. A program started without bash gets the same, so the two launches differ
+/// only in `_`, which bash sets to the path it found. `env` stays sorted by name.
+pub fn add_shell_exports(env: &mut Vec<(String, String)>, cwd: &Path) {
+    for (k, v) in [("PWD", cwd.display().to_string()), ("SHLVL", "0".into())] {
+        env.retain(|(name, _)| name != k);
+        env.push((k.into(), v));
+    }
+    env.sort();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +150,21 @@ mod tests {
                 kv("TERM", "xterm"),
                 kv("TMPDIR", "/tmp"),
                 kv("TZ", "UTC"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_program_started_without_bash_gets_what_bash_exports() {
+        let mut env = vec![kv("HOME", "/h"), kv("PWD", "/elsewhere"), kv("TZ", "UTC")];
+        add_shell_exports(&mut env, Path::new("/w"));
+        assert_eq!(
+            env,
+            vec![
+                kv("HOME", "/h"),
+                kv("PWD", "/w"),
+                kv("SHLVL", "0"),
+                kv("TZ", "UTC")
             ]
         );
     }

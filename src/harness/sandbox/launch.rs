@@ -27,6 +27,11 @@ use crate::harness::resource_control::pids_cgroup::LaunchCgroup;
 pub const KILL_GRACE: Duration = Duration::from_secs(5);
 /// How long output may keep flowing after the sandbox is gone (nothing should hold the pipes).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// How long the namespace init may take to be gone once bwrap has ended. bwrap's outer process
+/// exits as soon as the init reports the command's status, which the init does just before it
+/// exits itself, so a look at that instant often finds it still there; an init still there
+/// after this is left to the ledger entry, which ends whatever carries the launch's marker.
+const INIT_EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Bytes of head and of tail kept per stream for the result. The terminal shows up to 25,000
 /// characters of each end, and a character takes up to four bytes: 100,000 bytes hold them whatever
@@ -304,7 +309,12 @@ impl Running {
             }
             end = exit.unwrap_or(End::TimedOut);
         }
-        if containment.is_ok() && self.inner.as_ref().is_some_and(|i| !i.is_alive()) {
+        if containment.is_ok()
+            && let Some(inner) = &self.inner
+            && tokio::time::timeout(INIT_EXIT_GRACE, inner.exited())
+                .await
+                .is_ok_and(|r| r.is_ok())
+        {
             self.ledger.confirm_dead();
         }
         Outcome {

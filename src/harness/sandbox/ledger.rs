@@ -219,9 +219,17 @@ impl Drop for LedgerEntry {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Scans of `/proc` made by `end_marked` on this thread (tests count with it).
+    pub(crate) static SCANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// SIGKILL every process of this user whose `argv[0]` is `marker`, through pidfds, and
 /// confirm each died. Returns how many were ended.
 pub fn end_marked(marker: &OsStr) -> Result<usize, ProcessError> {
+    #[cfg(test)]
+    SCANS.with(|n| n.set(n.get() + 1));
     let uid = rustix::process::getuid().as_raw();
     let mut ended = 0;
     let mut unconfirmed = None;

@@ -39,7 +39,8 @@ use crate::harness::process::{
 };
 use crate::harness::resource_control::process_cap::ProcessCap;
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
-use launch::{Running, StatusPipe};
+pub(crate) use launch::Running;
+use launch::StatusPipe;
 
 /// How long a preflight may take before it is declared failed (a hung mount cannot hang Spear).
 pub const PREFLIGHT_LIMIT: Duration = Duration::from_secs(10);

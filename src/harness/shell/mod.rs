@@ -173,9 +173,38 @@ pub struct ShellFacts {
     /// Places where bash evaluates a value as code, described: indirection (`${!x}`), prompt
     /// expansion (`${x@P}`), a subscript `[[ -v … ]]` evaluates.
     pub evaluations: Vec<String>,
+    /// The source is one simple command and nothing else: the tree's root holds exactly one
+    /// node, a `command`, with no error anywhere, and there was one reading only. No list
+    /// operator, pipeline, `&`, `!`, comment or compound statement can stand beside it.
+    pub alone: bool,
 }
 
 impl ShellFacts {
+    /// The one simple command the source is, when it is nothing else: read once, no error,
+    /// no list, pipeline, redirection, assignment, declaration, function, here-document,
+    /// evaluation or arithmetic anywhere, and none of its own assignments or redirections.
+    /// Its words may still expand; that is for the caller to judge.
+    pub fn sole_command(&self) -> Option<&SimpleCommand> {
+        let nothing_beside = self.alone
+            && self.statement_redirects.is_empty()
+            && self.assignments.is_empty()
+            && self.declarations.is_empty()
+            && self.functions.is_empty()
+            && self.heredocs.is_empty()
+            && self.parse_errors.is_empty()
+            && self.evaluations.is_empty()
+            && !self.arithmetic_on_variables
+            && !self.too_deep;
+        match self.commands.as_slice() {
+            [only]
+                if nothing_beside && only.assignments.is_empty() && only.redirects.is_empty() =>
+            {
+                Some(only)
+            }
+            _ => None,
+        }
+    }
+
     /// All redirections: those of commands and those of statements.
     pub fn all_redirects(&self) -> impl Iterator<Item = &Redirect> {
         self.commands
@@ -212,6 +241,8 @@ impl ShellFacts {
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
         self.evaluations.extend(other.evaluations);
+        // A second reading means the first one was not the whole story.
+        self.alone = false;
     }
 }
 

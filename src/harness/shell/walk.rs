@@ -18,7 +18,12 @@ pub(super) fn walk(src: &str, tree: &Tree, depth: usize, budget: &Budget) -> She
         depth,
         budget,
     };
-    w.node(tree.root_node());
+    let root = tree.root_node();
+    w.node(root);
+    w.facts.alone = !root.has_error()
+        && root.kind() == "program"
+        && root.child_count() == 1
+        && root.child(0).is_some_and(|c| c.kind() == "command");
     w.facts
 }
 

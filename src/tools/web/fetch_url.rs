@@ -100,6 +100,7 @@ fn save_assessment(described: &str, url: &str, path: &str) -> CommandAssessment 
         reasons: vec![format!(
             "saves what {url} returns as `{path}` (fetched by Spear itself, not by a command)"
         )],
+        literal_argv: None,
     }
 }
 
