@@ -17,7 +17,8 @@ use crate::agent::model::{
 use crate::agent::prompt::{self, SystemPrompt};
 use crate::agent::session::{SessionRecord, SessionWriter};
 use crate::agent::task::TaskController;
-use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy, ToolView};
+use crate::tools::exposure::{ExposureSettings, Pass, ToolExposurePolicy, ToolView};
+use crate::tools::normative::EngagedStandard;
 use crate::tools::router::ToolRouter;
 use crate::tools::turn::Turn;
 
@@ -53,6 +54,11 @@ pub struct AgentRuntime<M: ChatModel> {
     conversation: Vec<ChatMessage>,
     session: Option<SessionWriter>,
     prompt: Option<SystemPrompt>,
+    /// The standard engaged for this conversation (shared with the normative tools).
+    engaged: EngagedStandard,
+    web_enabled: bool,
+    /// What the current pass adds to the system prompt.
+    pass_note: Option<String>,
 }
 
 /// The request's state the loop threads through its steps.
@@ -65,26 +71,55 @@ pub(crate) struct Run<'t> {
 impl<M: ChatModel + 'static> AgentRuntime<M> {
     /// A runtime offering the coding surface of `router`'s registry.
     pub fn new(model: Arc<M>, router: Arc<ToolRouter>, options: RuntimeOptions) -> Self {
-        let settings = ExposureSettings::default();
-        let view = ToolExposurePolicy::view(router.registry(), &settings);
-        let tools = ToolExposurePolicy::visible(router.registry(), &settings)
+        let mut runtime = AgentRuntime {
+            model,
+            router,
+            options,
+            view: ToolView {
+                surface: crate::tools::spec::Surface::Coding,
+                names: Default::default(),
+            },
+            tools: Vec::new(),
+            conversation: Vec::new(),
+            session: None,
+            prompt: None,
+            engaged: EngagedStandard::default(),
+            web_enabled: false,
+            pass_note: None,
+        };
+        runtime.set_view(&ExposureSettings::default());
+        runtime
+    }
+
+    /// Engage standards through `engaged` (shared with the normative tools the router holds);
+    /// `web_enabled` offers the web pair on the normative surface.
+    #[must_use]
+    pub fn with_standards(mut self, engaged: EngagedStandard, web_enabled: bool) -> Self {
+        self.engaged = engaged;
+        self.web_enabled = web_enabled;
+        self
+    }
+
+    /// Engage `name` for the next requests (`None`: no standard, the coding core answers).
+    pub fn set_standard(&mut self, name: Option<String>) {
+        self.engaged.set(name);
+    }
+
+    pub fn standard(&self) -> Option<String> {
+        self.engaged.get()
+    }
+
+    /// Offer the tools `settings` expose (the next model request lists them).
+    fn set_view(&mut self, settings: &ExposureSettings) {
+        self.view = ToolExposurePolicy::view(self.router.registry(), settings);
+        self.tools = ToolExposurePolicy::visible(self.router.registry(), settings)
             .into_iter()
             .map(|s| ToolDefinition {
-                name: s.name.clone(),
+                name: s.wire_name(),
                 description: s.description.clone(),
                 parameters: s.parameters.clone(),
             })
             .collect();
-        AgentRuntime {
-            model,
-            router,
-            options,
-            view,
-            tools,
-            conversation: Vec::new(),
-            session: None,
-            prompt: None,
-        }
     }
 
     /// Record the conversation in `writer` from now on.
@@ -196,9 +231,11 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
     pub(crate) fn request(&self, max_tokens: u32) -> ChatRequest {
         let mut messages = Vec::with_capacity(self.conversation.len() + 1);
         if let Some(p) = &self.prompt {
-            messages.push(ChatMessage::System {
-                content: p.text.clone(),
-            });
+            let content = match &self.pass_note {
+                Some(note) => format!("{}\n\n{note}", p.text),
+                None => p.text.clone(),
+            };
+            messages.push(ChatMessage::System { content });
         }
         messages.extend(self.conversation.iter().cloned());
         ChatRequest {
@@ -222,17 +259,20 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
                 content: objective.to_string(),
             },
         );
-        // One router turn spans the whole request, so a refusal repeated across responses is
-        // counted toward the stop, and a sandbox found down stays down for the request.
-        let mut turn = Turn::new(task.mode(), self.view.clone(), task.approver());
-        turn.cancel = task.cancel_token();
-        turn.output_tap = Some(Arc::new(EventTap(events.clone())));
         let mut run = Run {
             task,
-            turn: Some(turn),
+            turn: None,
             calls: 0,
         };
-        let outcome = self.steps(&mut run).await;
+        let outcome = match self.engaged.get() {
+            None => {
+                self.set_view(&ExposureSettings::default());
+                self.pass_note = None;
+                self.pass(&mut run).await
+            }
+            Some(standard) => self.passes(&mut run, objective, &standard).await,
+        };
+        self.pass_note = None;
         self.emit(
             &events,
             AgentEvent::Done {
@@ -244,7 +284,85 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         outcome
     }
 
-    fn end(&mut self, run: &Run<'_>, reason: StopReason, message: Option<String>) -> TaskOutcome {
+    /// One pass over the current view. One router turn spans the whole pass, so a refusal
+    /// repeated across responses is counted toward the stop, and a sandbox found down stays
+    /// down for the pass.
+    async fn pass(&mut self, run: &mut Run<'_>) -> TaskOutcome {
+        let task = run.task;
+        let mut turn = Turn::new(task.mode(), self.view.clone(), task.approver());
+        turn.cancel = task.cancel_token();
+        turn.output_tap = Some(Arc::new(EventTap(task.events().clone())));
+        run.turn = Some(turn);
+        self.steps(run).await
+    }
+
+    /// A request with `standard` engaged: classified, then run in the passes its class has
+    /// (`ExposureSettings::passes`); a MIXED request's implementation pass is handed the
+    /// normative pass's findings.
+    async fn passes(&mut self, run: &mut Run<'_>, objective: &str, standard: &str) -> TaskOutcome {
+        let events = run.task.events().clone();
+        let classification = run
+            .task
+            .classify(objective, standard, self.model.as_ref())
+            .await;
+        self.emit(&events, classification.event());
+        if run.task.is_cancelled() {
+            return self.end(run, StopReason::Cancelled, None);
+        }
+        let passes = ExposureSettings::passes(true, self.web_enabled, classification.class);
+        let two = passes.len() > 1;
+        let mut outcome = None;
+        for (pass, settings) in passes {
+            self.set_view(&settings);
+            self.emit(
+                &events,
+                AgentEvent::PassStarted {
+                    pass,
+                    surface: self.view.surface,
+                    tools: self.view.names.iter().cloned().collect(),
+                },
+            );
+            self.pass_note = Some(pass_note(pass, standard, two));
+            if pass == Pass::Implementation && two {
+                let findings = self.findings(standard);
+                self.push(&events, ChatMessage::User { content: findings });
+            }
+            let o = self.pass(run).await;
+            let finished = o.reason == StopReason::Finished;
+            outcome = Some(o);
+            if !finished {
+                break;
+            }
+        }
+        outcome.unwrap_or_else(|| self.end(run, StopReason::Finished, None))
+    }
+
+    /// The normative pass's findings, as the implementation pass receives them: its answer
+    /// (which cites and quotes clauses) and the references it read.
+    fn findings(&self, standard: &str) -> String {
+        let answer = self
+            .conversation
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                ChatMessage::Assistant {
+                    content: Some(c), ..
+                } if !c.trim().is_empty() => Some(c.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "(the normative pass gave no answer)".into());
+        format!(
+            "[Spear: implementation pass. The normative pass on {standard} found:\n{answer}\n\
+             Now make the change with the coding tools, keeping to the clauses cited above, and \
+             name the clause each change satisfies.]"
+        )
+    }
+    pub(crate) fn end(
+        &mut self,
+        run: &Run<'_>,
+        reason: StopReason,
+        message: Option<String>,
+    ) -> TaskOutcome {
         if reason == StopReason::Error
             && let Some(m) = &message
         {
@@ -370,5 +488,33 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             r = self.model.complete(&request, &mut on_delta) => Some(r),
         };
         result.map(|r| r.map_err(|e| e.to_string()))
+    }
+}
+
+/// What a pass adds to the system prompt.
+fn pass_note(pass: Pass, standard: &str, two_passes: bool) -> String {
+    match (pass, two_passes) {
+        (Pass::Normative, true) => format!(
+            "The standard {standard} is engaged. This is the normative pass of a request that \
+             also asks for a change: establish only what {standard} requires for it. Use \
+             standard_search and standard_read, cite each requirement by its reference \
+             ({standard} §4.2.1 or {standard} p. 3) and quote it. The change itself is made in \
+             a later pass with the coding tools."
+        ),
+        (Pass::Normative, false) => format!(
+            "The standard {standard} is engaged and this request asks what it requires. Answer \
+             from the standard: use standard_search and standard_read (search_corpus searches \
+             every standard), cite each requirement by its reference ({standard} §4.2.1) and \
+             quote it. No working-tree tool is offered to this question."
+        ),
+        (Pass::Implementation, true) => format!(
+            "The standard {standard} is engaged. This is the implementation pass: the normative \
+             findings are in the conversation; make the change with the coding tools."
+        ),
+        (Pass::Implementation, false) => format!(
+            "The standard {standard} is engaged. Look things up with standard_search and \
+             standard_read, and inspect the project with the workspace_* tools; cite clauses \
+             by reference."
+        ),
     }
 }

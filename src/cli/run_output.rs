@@ -149,6 +149,13 @@ impl Printer {
             } => self.note(&format!(
                 "the conversation was compacted ({how}): about {tokens_before} -> {tokens_after} tokens"
             )),
+            AgentEvent::RequestClassified { .. } | AgentEvent::PassStarted { .. } => {
+                self.clear_spinner();
+                self.end_line();
+                if let Some(line) = event.normative_line() {
+                    self.note(&line);
+                }
+            }
             AgentEvent::Error { message } => self.note(&format!("error: {message}")),
             AgentEvent::Done {
                 reason, message, ..
