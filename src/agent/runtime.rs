@@ -56,7 +56,6 @@ pub struct AgentRuntime<M: ChatModel> {
     prompt: Option<SystemPrompt>,
     /// The standard engaged for this conversation (shared with the normative tools).
     engaged: EngagedStandard,
-    web_enabled: bool,
     /// What the current pass adds to the system prompt.
     pass_note: Option<String>,
 }
@@ -84,19 +83,18 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             session: None,
             prompt: None,
             engaged: EngagedStandard::default(),
-            web_enabled: false,
             pass_note: None,
         };
         runtime.set_view(&ExposureSettings::default());
         runtime
     }
 
-    /// Engage standards through `engaged` (shared with the normative tools the router holds);
-    /// `web_enabled` offers the web pair on the normative surface.
+    /// Engage standards through `engaged` (shared with the normative tools the router holds).
+    /// The web pair is offered on the normative surface exactly when the host's `web_enabled`
+    /// says so.
     #[must_use]
-    pub fn with_standards(mut self, engaged: EngagedStandard, web_enabled: bool) -> Self {
+    pub fn with_standards(mut self, engaged: EngagedStandard) -> Self {
         self.engaged = engaged;
-        self.web_enabled = web_enabled;
         self
     }
 
@@ -309,7 +307,11 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         if run.task.is_cancelled() {
             return self.end(run, StopReason::Cancelled, None);
         }
-        let passes = ExposureSettings::passes(true, self.web_enabled, classification.class);
+        let passes = ExposureSettings::passes(
+            true,
+            self.router.host().config().web_enabled,
+            classification.class,
+        );
         let two = passes.len() > 1;
         let mut outcome = None;
         for (pass, settings) in passes {

@@ -50,6 +50,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
             refusal_repeats: None,
             harness: super::wiring::harness_settings()?,
             previews: None,
+            engaged: Default::default(),
         },
     )?;
     let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());

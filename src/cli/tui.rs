@@ -31,6 +31,8 @@ pub struct TuiArgs {
     pub mode: Option<ExecutionMode>,
     /// `Some("")`: `--resume` without an id (pick one).
     pub resume: Option<String>,
+    /// `--standard NAME`: engaged from the first request.
+    pub standard: Option<String>,
 }
 
 pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -83,12 +85,18 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let audit_session = format!("tui-{}", spear::agent::session::now_rfc3339());
     let refusal_repeats = settings.as_ref().map(|s| s.refusal_repeats);
     let previews = channel.0.clone();
+    let engaged = spear::tools::normative::EngagedStandard::default();
+    if let Some(name) = &args.standard {
+        super::standard::check_engageable(&state, name)?;
+        engaged.set(Some(name.clone()));
+    }
     let options = move |network: bool| RouterOptions {
         session: audit_session.clone(),
         network,
         refusal_repeats,
         harness: harness.clone(),
         previews: Some(previews.clone()),
+        engaged: engaged.clone(),
     };
     let router = Arc::new(wiring::coding_router(place, &options(network))?);
     let workspace = args.workspace.clone();
