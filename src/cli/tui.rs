@@ -90,13 +90,14 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         super::standard::check_engageable(&state, name)?;
         engaged.set(Some(name.clone()));
     }
+    let shared = engaged.clone();
     let options = move |network: bool| RouterOptions {
         session: audit_session.clone(),
         network,
         refusal_repeats,
         harness: harness.clone(),
         previews: Some(previews.clone()),
-        engaged: engaged.clone(),
+        engaged: shared.clone(),
     };
     let router = Arc::new(wiring::coding_router(place, &options(network))?);
     let workspace = args.workspace.clone();
@@ -149,6 +150,10 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             },
             store,
             mode,
+            standards: spear::tui::driver::Standards {
+                library: Arc::new(spear::tools::normative::StandardsLibrary::open_in(&state)?),
+                engaged: engaged.clone(),
+            },
             audit_paths: AuditPaths::new(&state, &root),
         },
         init: AppInit {

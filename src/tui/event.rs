@@ -78,6 +78,8 @@ pub enum Effect {
     Network(bool),
     /// Switch the model of the next requests.
     Model(String),
+    /// `/standard`: list the library (`None`), engage NAME, or `off`.
+    Standard(Option<String>),
     Compact,
     NewSession,
     ListSessions,
