@@ -28,5 +28,7 @@ mod refusals;
 mod result_store;
 #[path = "tools/special_files.rs"]
 mod special_files;
+#[path = "tools/standards.rs"]
+mod standards;
 #[path = "tools/support.rs"]
 mod support;
