@@ -4,7 +4,7 @@
 # (scripts/test-unprivileged creates `spear-test` when missing).
 
 CARGO ?= cargo
-SYSTEM_PACKAGES := bubblewrap slirp4netns tmux
+SYSTEM_PACKAGES := bubblewrap slirp4netns tmux poppler-utils
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: run test deps build

@@ -3,6 +3,7 @@
 //! WorkingState. Imports `harness`; `harness` never imports this.
 
 pub mod coding;
+pub mod documents;
 pub mod envelope;
 pub mod executor;
 pub mod exposure;

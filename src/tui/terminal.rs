@@ -64,6 +64,11 @@ pub fn restore() {
 fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        // A document parser's panic is caught and reported as a failed extraction: the screen
+        // stays the TUI's, and nothing is printed over it.
+        if crate::tools::documents::panic_is_contained() {
+            return;
+        }
         restore();
         previous(info);
     }));
