@@ -22,6 +22,8 @@ mod host;
 mod layers;
 #[path = "tools/patch.rs"]
 mod patch;
+#[path = "support/pdf.rs"]
+mod pdf;
 #[path = "tools/refusals.rs"]
 mod refusals;
 #[path = "tools/result_store.rs"]

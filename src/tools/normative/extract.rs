@@ -1,9 +1,10 @@
 //! From a source's bytes to units and pages: Markdown and plain text here, HTML and PDF through
-//! `tools::documents` (the same extraction `fetch_url` uses). Invariant: a PDF whose text cannot
+//! `tools::documents` (the extraction `fetch_url` uses too, so both read a document alike). Invariant: a PDF whose text cannot
 //! be extracted is refused with that reason, never stored as an empty standard.
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::documents::{DocumentError, DocumentKind, html_to_markdown, pdf_pages};
 use crate::tools::normative::error::StandardError;
 use crate::tools::normative::units::{self, Unit};
 
@@ -34,50 +35,24 @@ pub struct Extracted {
     pub pages: Vec<String>,
 }
 
-/// The kind of `bytes` from `source` (a path or URL), trusting the content over the name: a
-/// `%PDF-` header is a PDF whatever the name says.
+/// The kind of `bytes` from `source` (a path or URL), as `DocumentKind::detect` reads it: the
+/// bytes over the content type over the name, so a `%PDF-` header is a PDF whatever the name.
 pub fn detect(
     source: &str,
     content_type: Option<&str>,
     bytes: &[u8],
 ) -> Result<SourceKind, StandardError> {
-    if bytes.starts_with(b"%PDF-") {
-        return Ok(SourceKind::Pdf);
-    }
-    let lower = source
-        .split(['?', '#'])
-        .next()
-        .unwrap_or(source)
-        .to_ascii_lowercase();
-    let ct = content_type.unwrap_or("").to_ascii_lowercase();
-    if ct.contains("pdf") || lower.ends_with(".pdf") {
-        return Err(StandardError::Unsupported {
+    let name = source.split(['?', '#']).next().unwrap_or(source);
+    match DocumentKind::detect(content_type, Some(name), bytes) {
+        Some(DocumentKind::Pdf) => Ok(SourceKind::Pdf),
+        Some(DocumentKind::Html) => Ok(SourceKind::Html),
+        Some(DocumentKind::Markdown) => Ok(SourceKind::Markdown),
+        Some(DocumentKind::PlainText) => Ok(SourceKind::PlainText),
+        None => Err(StandardError::Unsupported {
             origin: source.to_string(),
-            why: "it is named or served as a PDF but does not start with a PDF header".into(),
-        });
+            why: "it is neither text nor a PDF (accepted: PDF, Markdown, HTML, plain text)".into(),
+        }),
     }
-    let head: String = String::from_utf8_lossy(&bytes[..bytes.len().min(512)])
-        .trim_start()
-        .to_ascii_lowercase();
-    let html = ct.contains("html")
-        || lower.ends_with(".html")
-        || lower.ends_with(".htm")
-        || head.starts_with("<!doctype html")
-        || head.starts_with("<html");
-    if std::str::from_utf8(bytes).is_err() && !html {
-        return Err(StandardError::Unsupported {
-            origin: source.to_string(),
-            why: "it is neither UTF-8 text nor a PDF (accepted: PDF, Markdown, HTML, plain text)"
-                .into(),
-        });
-    }
-    Ok(if html {
-        SourceKind::Html
-    } else if ct.contains("markdown") || lower.ends_with(".md") || lower.ends_with(".markdown") {
-        SourceKind::Markdown
-    } else {
-        SourceKind::PlainText
-    })
 }
 
 fn utf8<'a>(source: &str, bytes: &'a [u8]) -> Result<&'a str, StandardError> {
@@ -122,16 +97,33 @@ fn plain(text: &str) -> Extracted {
     }
 }
 
-fn html(source: &str, _bytes: &[u8]) -> Result<Extracted, StandardError> {
-    Err(StandardError::Unsupported {
+/// HTML's main content as Markdown (links made absolute when the source is a URL), then split
+/// as Markdown.
+fn html(source: &str, bytes: &[u8]) -> Result<Extracted, StandardError> {
+    let text = String::from_utf8_lossy(bytes);
+    let base = (source.starts_with("http://") || source.starts_with("https://")).then_some(source);
+    let md = html_to_markdown(&text, base).map_err(|e| StandardError::Unsupported {
         origin: source.to_string(),
-        why: "HTML extraction is not built into this Spear".into(),
-    })
+        why: e.to_string(),
+    })?;
+    Ok(markdown(&md))
 }
 
-fn pdf(source: &str, _bytes: &[u8]) -> Result<Extracted, StandardError> {
-    Err(StandardError::Unsupported {
-        origin: source.to_string(),
-        why: "PDF extraction is not built into this Spear".into(),
+/// A PDF's pages; clauses found in them keep the pages they span. A PDF without extractable
+/// text (a scan) is refused with that reason.
+fn pdf(source: &str, bytes: &[u8]) -> Result<Extracted, StandardError> {
+    let pages = pdf_pages(bytes).map_err(|e| match e {
+        DocumentError::NoText { .. } => StandardError::NoText {
+            origin: source.to_string(),
+            reason: e.to_string(),
+        },
+        other => StandardError::Unsupported {
+            origin: source.to_string(),
+            why: other.to_string(),
+        },
+    })?;
+    Ok(Extracted {
+        units: units::split(&units::lines_of_pages(&pages), false),
+        pages,
     })
 }
