@@ -30,6 +30,8 @@ mod refusals;
 mod result_store;
 #[path = "tools/special_files.rs"]
 mod special_files;
+#[path = "tools/standard_cli.rs"]
+mod standard_cli;
 #[path = "tools/standards.rs"]
 mod standards;
 #[path = "tools/support.rs"]
