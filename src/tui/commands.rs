@@ -30,7 +30,7 @@ pub const SLASH: [(&str, &[&str], &str); 11] = [
     (
         "/standard",
         &["off"],
-        "the standards library; /standard NAME engages one for the next requests, /standard off ends it",
+        "/standard NAME engages a standard, off ends it, alone lists the library",
     ),
     (
         "/theme",
