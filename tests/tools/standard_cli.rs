@@ -139,3 +139,42 @@ fn a_url_on_loopback_is_refused_unless_allowed_on_purpose() {
     assert_eq!(code, 1);
     assert!(err.contains("cannot read ftp://"), "{err}");
 }
+
+#[test]
+fn spear_tool_with_a_standard_calls_the_lookups_through_the_router() {
+    let f = Fixture::new();
+    let file = write(
+        &f.base,
+        "door-code.md",
+        "# 4.2 Doors\nDoors shall close within 30 s.\n",
+    );
+    assert_eq!(spear(&f, &["add", &file]).0, 0);
+    let tool = |extra: &[&str]| {
+        let out = Command::new(assert_cmd::cargo::cargo_bin("spear"))
+            .current_dir(&f.project)
+            .env("XDG_STATE_HOME", &f.state)
+            .env("XDG_CONFIG_HOME", f.base.join("config"))
+            .env("HOME", &f.base)
+            .args(["--workspace", f.project.to_str().unwrap(), "tool"])
+            .args(extra)
+            .args(["--mode", "safe", "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = tool(&[
+        "standard.search",
+        r#"{"query":"doors close"}"#,
+        "--standard",
+        "door-code",
+    ]);
+    assert_eq!(v["status"], "ok", "{v}");
+    assert!(
+        v["stdout"].as_str().unwrap().contains("[door-code §4.2]"),
+        "{v}"
+    );
+    // Without --standard the coding surface is in force: the lookup is not offered.
+    let v = tool(&["standard.search", r#"{"query":"doors"}"#]);
+    assert_eq!(v["status"], "denied", "{v}");
+    assert!(v["reason"].as_str().unwrap().contains("not offered"), "{v}");
+}
