@@ -163,6 +163,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
                 workspace: root.display().to_string(),
                 sandbox: SandboxHealth::Checking,
                 network,
+                standard: args.standard.clone(),
                 tokens: 0,
                 busy: false,
             },

@@ -264,18 +264,22 @@ impl<M: ChatModel + 'static> Driver<M> {
             },
             Some("off") => {
                 engaged.set(None);
-                self.send(Event::Note(
-                    "no standard engaged: the coding tools answer the next requests".into(),
-                ));
+                self.send(Event::StandardChanged {
+                    name: None,
+                    note: "no standard engaged: the coding tools answer the next requests".into(),
+                });
             }
             Some(name) => match lib.load(name) {
                 Ok(s) => {
                     engaged.set(Some(name.to_string()));
-                    self.send(Event::Note(format!(
-                        "{name} engaged ({} units): each request is classified NORMATIVE, \
+                    self.send(Event::StandardChanged {
+                        name: Some(name.to_string()),
+                        note: format!(
+                            "{name} engaged ({} units): each request is classified NORMATIVE, \
                          IMPLEMENTATION or MIXED and answered with the normative tools",
-                        s.meta.units
-                    )));
+                            s.meta.units
+                        ),
+                    });
                 }
                 Err(e) => self.fail(format!("/standard {name}: {e}")),
             },
