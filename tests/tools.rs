@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
 
+#[path = "support/approver.rs"]
+mod approver;
 #[path = "tools/cli.rs"]
 mod cli;
 #[path = "tools/exposure.rs"]

@@ -4,8 +4,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
 
+#[path = "support/approver.rs"]
+mod approver;
 #[path = "support/pdf.rs"]
 mod pdf;
 
+#[path = "web/capability.rs"]
+mod capability;
 #[path = "web/documents.rs"]
 mod documents;
+#[path = "web/exposure.rs"]
+mod exposure;
+#[path = "web/fetch.rs"]
+mod fetch;
+#[allow(dead_code)] // the scripted model is what this binary needs of the loop's fixtures
+#[path = "agent_loop/support.rs"]
+mod loop_support;
+#[path = "web/search.rs"]
+mod search;
+#[path = "web/server.rs"]
+mod server;
+#[path = "web/support.rs"]
+mod support;

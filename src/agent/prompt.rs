@@ -13,6 +13,16 @@ use crate::tools::host::SpearHost;
 
 /// The text of Spear's system prompt, with `{mode}`, `{mode_text}`, `{workspace}`, `{cwd}`.
 pub const SYSTEM_PROMPT: &str = include_str!("../../assets/prompts/system.md");
+/// Said when the web is enabled, whatever the request: the web pair is reached through host
+/// commands on this surface, and a model that does not know of them narrates instead.
+pub const WEB_SECTION: &str = "\n# The web\nThe web is enabled for this session. To read a \
+    page or document (PDFs come in page slices), or to search, type one of these alone as a \
+    terminal command; Spear answers it itself, reading works in every mode, and --save-as is a \
+    write authorized like write_file:\n\
+    - spear-capability run fetch_url URL [--pages A-B] [--save-as PATH]\n\
+    - spear-capability run search_internet QUERY... [--max-results N]\n\
+    A PDF slice names the pages that continue it (next pages: \"13-24\"): ask for that range \
+    with --pages rather than fetching the URL again.\n";
 /// The most bytes of `AGENTS.md` text (all files together) put in the prompt.
 pub const AGENTS_MD_CAP: usize = 32 * 1024;
 
@@ -75,6 +85,9 @@ pub fn build(host: &SpearHost, mode: ExecutionMode, cwd: &Path) -> SystemPrompt 
             notes.push(note);
         }
         files.push(rel);
+    }
+    if host.config().web_enabled {
+        text.push_str(WEB_SECTION);
     }
     if !section.is_empty() {
         text.push_str(

@@ -85,8 +85,17 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             engaged: EngagedStandard::default(),
             pass_note: None,
         };
-        runtime.set_view(&ExposureSettings::default());
+        runtime.set_view(&runtime.coding_settings());
         runtime
+    }
+
+    /// The coding surface's settings (the web setting is the host's, though the core is never
+    /// offered the web pair as tools).
+    fn coding_settings(&self) -> ExposureSettings {
+        ExposureSettings {
+            web_enabled: self.router.host().config().web_enabled,
+            ..ExposureSettings::default()
+        }
     }
 
     /// Engage standards through `engaged` (shared with the normative tools the router holds).
@@ -264,7 +273,7 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         };
         let outcome = match self.engaged.get() {
             None => {
-                self.set_view(&ExposureSettings::default());
+                self.set_view(&self.coding_settings());
                 self.pass_note = None;
                 self.pass(&mut run).await
             }

@@ -1,124 +1,43 @@
-//! `spear standard add URL`: one HTTP(S) GET, in Spear's own process, bounded in size, time and
-//! redirects. Invariant: every hop's host is resolved first and refused when any address it
-//! resolves to is loopback, private, link-local, metadata or another range that is not the
-//! internet (the network path's own table), and the connection goes to exactly the addresses
-//! that were checked, so a DNS answer cannot change between the check and the connection.
+//! `spear standard add URL`: the document fetched by the web pair's own GET
+//! (`tools::web::http::get`): every hop resolved and checked against the `[web]` address policy,
+//! the connection pinned to the checked addresses, bounded redirects, size and time. The
+//! standards library asks for a larger body than a page fetch (a standard runs long).
 
-use std::net::SocketAddr;
-use std::time::Duration;
-
-use anyhow::{Context, bail};
-use spear::harness::netns::refused::REFUSED_RANGES;
+use anyhow::Context;
 use spear::tools::normative::StandardsLibrary;
 use spear::tools::normative::extract;
 use spear::tools::normative::library::{AddOutcome, StandardMeta, default_name};
+use spear::tools::web::http;
 
-/// The largest document fetched.
-pub const MAX_BYTES: usize = 64 << 20;
-const MAX_REDIRECTS: usize = 5;
-const TIMEOUT: Duration = Duration::from_secs(60);
+/// The largest document a standard is added from.
+pub const MAX_BYTES: u64 = 128 << 20;
 
-/// Fetch `url` and add it under `name` (default: the URL's last path segment).
+/// Fetch `url` and add it under `name` (default: the URL's last path segment). `allow_private`
+/// lets this one fetch reach a local server, as `[web] allow_private_addresses` does always.
 pub fn add_url(
     lib: &StandardsLibrary,
     url: &str,
     name: Option<&str>,
     allow_private: bool,
 ) -> anyhow::Result<(AddOutcome, StandardMeta)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let (bytes, content_type, final_url) = rt.block_on(fetch(url, allow_private))?;
-    let kind = extract::detect(&final_url, content_type.as_deref(), &bytes)?;
-    let name = name.map_or_else(|| default_name(url), str::to_string);
-    Ok(lib.add(&name, url, kind, &bytes)?)
-}
-
-/// Why `addr` may not be fetched, if it may not.
-pub fn refusal(addr: std::net::IpAddr) -> Option<&'static str> {
-    REFUSED_RANGES
-        .iter()
-        .find(|r| r.prefix.contains(addr))
-        .map(|r| r.why)
-}
-
-async fn fetch(
-    url: &str,
-    allow_private: bool,
-) -> anyhow::Result<(Vec<u8>, Option<String>, String)> {
-    let mut current = reqwest::Url::parse(url).with_context(|| format!("`{url}` is not a URL"))?;
-    for _ in 0..=MAX_REDIRECTS {
-        if !matches!(current.scheme(), "http" | "https") {
-            bail!("{current}: only http and https URLs are fetched");
+    let web = super::wiring::harness_settings()?.web;
+    let mut policy = web.addresses.clone();
+    policy.allow_private |= allow_private;
+    let mut limits = web.limits.clone();
+    limits.max_bytes = limits.max_bytes.max(MAX_BYTES);
+    limits.timeout = limits.timeout.max(std::time::Duration::from_secs(120));
+    let fetched = http::get(url, &policy, &limits).with_context(|| {
+        if allow_private {
+            String::from("the fetch failed")
+        } else {
+            String::from("the fetch failed (--allow-private reads a local server on purpose)")
         }
-        let host = current
-            .host_str()
-            .with_context(|| format!("{current} names no host"))?
-            .trim_matches(['[', ']'])
-            .to_string();
-        let port = current.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .with_context(|| format!("cannot resolve {host}"))?
-            .collect();
-        if addrs.is_empty() {
-            bail!("{host} resolves to no address");
-        }
-        if !allow_private {
-            for a in &addrs {
-                if let Some(why) = refusal(a.ip()) {
-                    bail!(
-                        "{current} is refused: {host} resolves to {}, {why}. Pass \
-                         --allow-private to fetch from a local server on purpose.",
-                        a.ip()
-                    );
-                }
-            }
-        }
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(TIMEOUT)
-            .resolve_to_addrs(&host, &addrs)
-            .build()
-            .context("cannot build the HTTP client")?;
-        let mut resp = client
-            .get(current.clone())
-            .send()
-            .await
-            .with_context(|| format!("cannot fetch {current}"))?;
-        let status = resp.status();
-        if status.is_redirection() {
-            let next = resp
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .with_context(|| format!("{current} redirects ({status}) without a Location"))?;
-            current = current
-                .join(next)
-                .with_context(|| format!("{current} redirects to `{next}`, which is no URL"))?;
-            continue;
-        }
-        if !status.is_success() {
-            bail!("{current} answered {status}");
-        }
-        let content_type = resp
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string);
-        let mut body = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
-            .await
-            .with_context(|| format!("reading {current}"))?
-        {
-            if body.len() + chunk.len() > MAX_BYTES {
-                bail!("{current} is larger than {} MiB", MAX_BYTES >> 20);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        return Ok((body, content_type, current.to_string()));
-    }
-    bail!("{url} redirects more than {MAX_REDIRECTS} times")
+    })?;
+    let kind = extract::detect(
+        fetched.url.as_str(),
+        fetched.content_type.as_deref(),
+        &fetched.body,
+    )?;
+    let name = name.map_or_else(|| default_name(fetched.url.path()), str::to_string);
+    Ok(lib.add(&name, url, kind, &fetched.body)?)
 }

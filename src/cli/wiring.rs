@@ -1,5 +1,6 @@
 //! How the subcommands that drive tools build the harness under them: the workspace, the
-//! sandboxed command executor, the SpearHost and the router over the six coding tools, audited
+//! sandboxed command executor, the SpearHost and the router over the six coding tools and the
+//! web pair, audited
 //! into the workspace's log under a session name. `spear tool` and `spear run` share it, so a
 //! model's calls and a person's take exactly the same path.
 
@@ -88,6 +89,8 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
         ResultStore::open_in(&state, &root, opts.harness.store_limits)?,
         HostConfig {
             session: opts.session.clone(),
+            web_enabled: opts.harness.web_enabled,
+            web: opts.harness.web.clone(),
             ..HostConfig::default()
         },
     );
@@ -95,6 +98,9 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
     let mut registry = ToolRegistry::new();
     coding::register(&mut registry)?;
     normative::register(&mut registry, library, opts.engaged.clone())?;
+    // Registered always, offered by the exposure policy only on the normative surface and only
+    // with the web enabled; the coding core reaches them through `spear-capability run`.
+    spear::tools::web::register(&mut registry)?;
     let audit = Arc::new(super::common::open_audit(&root)?);
     let host = Arc::new(host);
     let mut router = ToolRouter::new(registry, host.clone())

@@ -21,6 +21,7 @@ use crate::tools::gates::GatedPath;
 use crate::tools::host_command::HostCommand;
 use crate::tools::knowledge;
 use crate::tools::result_store::ResultStore;
+use crate::tools::web::{WebPair, WebSettings};
 use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
 
 /// A command's changes read back for WorkingState: this many paths at most, files up to this
@@ -37,6 +38,8 @@ pub struct HostConfig {
     pub web_enabled: bool,
     /// Extra knowledge paths (files or directories) besides README*, AGENTS.md and docs/.
     pub knowledge_paths: Vec<String>,
+    /// How the web pair fetches and searches (`[web]`).
+    pub web: WebSettings,
 }
 
 /// An external capability as `spear-capability` describes it.
@@ -51,13 +54,15 @@ const WEB_PAIR: [CapabilityInfo; 2] = [
     CapabilityInfo {
         name: "search_internet",
         summary: "find web pages for a query (runs in the chat process; works in SAFE)",
-        arguments: "{query: string, max_results?: integer}",
+        arguments: "{query: string, max_results?: integer}; from the terminal: \
+                    spear-capability run search_internet QUERY... [--max-results N]",
     },
     CapabilityInfo {
         name: "fetch_url",
         summary: "read one page, or save it with save_as (saving is a write and is authorized \
                   like one); long PDFs come back in page ranges",
-        arguments: "{url: string, pages?: string, save_as?: string}",
+        arguments: "{url: string, pages?: string, save_as?: string}; from the terminal: \
+                    spear-capability run fetch_url URL [--pages A-B] [--save-as PATH]",
     },
 ];
 
@@ -69,6 +74,7 @@ pub struct SpearHost {
     executor: Box<dyn CommandExecutor>,
     results: ResultStore,
     working_state: Mutex<WorkingState>,
+    web: WebPair,
     config: HostConfig,
 }
 
@@ -88,12 +94,18 @@ impl SpearHost {
             executor,
             results,
             working_state: Mutex::new(WorkingState::new()),
+            web: WebPair::new(config.web.clone()),
             config,
         }
     }
 
     pub fn config(&self) -> &HostConfig {
         &self.config
+    }
+
+    /// The web pair's settings and state for this session.
+    pub fn web(&self) -> &WebPair {
+        &self.web
     }
 
     pub fn project_root(&self) -> &Path {
@@ -253,9 +265,10 @@ impl SpearHost {
                 self.knowledge_search(&query.join(" "))
             }
             ("spear-knowledge", ["show", id]) => self.knowledge_show(id),
-            ("spear-capability", _) => {
-                ToolResult::failed("usage: spear-capability list | spear-capability describe NAME")
-            }
+            ("spear-capability", _) => ToolResult::failed(
+                "usage: spear-capability list | spear-capability describe NAME | \
+                 spear-capability run NAME ARGS...",
+            ),
             _ => {
                 ToolResult::failed("usage: spear-knowledge search QUERY | spear-knowledge show ID")
             }
@@ -274,7 +287,10 @@ impl SpearHost {
         for c in caps {
             out.push_str(&format!("  {:<16} {}\n", c.name, c.summary));
         }
-        out.push_str("Use `spear-capability describe NAME` for the arguments.\n");
+        out.push_str(
+            "Use `spear-capability describe NAME` for the arguments, and \
+             `spear-capability run NAME ARGS...` (typed alone) to use one.\n",
+        );
         ToolResult::ok(out)
     }
 

@@ -25,4 +25,5 @@ pub mod schema;
 pub mod spec;
 pub mod turn;
 pub mod walk;
+pub mod web;
 pub mod working_state;

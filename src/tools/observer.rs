@@ -100,7 +100,10 @@ impl AuditObserver {
 impl ToolObserver for AuditObserver {
     fn after(&self, call: &CallEnd<'_>) -> Result<(), ObserverError> {
         let refused = !matches!(call.decision, Decision::Allowed | Decision::Approved);
-        let mutating = call.mutates && call.class != Some(CommandClass::ReadOnly);
+        // A read-only tool that wrote anyway (fetch_url's save_as) made a mutation too.
+        let mutating = (call.mutates && call.class != Some(CommandClass::ReadOnly))
+            || call.bytes_written.is_some()
+            || !call.envelope.changed_paths.is_empty();
         if refused || mutating || call.is_command {
             self.logger.append(&self.event(call))?;
         }

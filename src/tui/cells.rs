@@ -71,9 +71,21 @@ impl ToolCell {
 
     /// The command or target the call is about, for summaries.
     pub fn target(&self) -> String {
+        let arg = |k: &str| self.arguments.get(k).and_then(Value::as_str);
+        // fetch_url: the URL, then the pages asked for and where it is saved, if anywhere.
+        if let Some(url) = arg("url") {
+            let mut t = url.to_string();
+            if let Some(p) = arg("pages") {
+                t.push_str(&format!(" (pages {p})"));
+            }
+            if let Some(s) = arg("save_as") {
+                t.push_str(&format!(" -> {s}"));
+            }
+            return t;
+        }
         ["command", "path", "pattern", "query"]
             .iter()
-            .find_map(|k| self.arguments.get(*k).and_then(Value::as_str))
+            .find_map(|k| arg(k))
             .unwrap_or("")
             .to_string()
     }
@@ -228,6 +240,28 @@ mod tests {
         assert_eq!(t.live.len(), LIVE_LINES);
         assert_eq!(t.live.front().map(String::as_str), Some("line 10"));
         assert_eq!(t.partial, "part");
+    }
+
+    #[test]
+    fn a_fetch_is_summarised_by_its_url_pages_and_save_target() {
+        let t = |args: Value| ToolCell::new("c", "fetch_url", args, Instant::now()).target();
+        assert_eq!(
+            t(serde_json::json!({"url": "https://x.example/a.pdf"})),
+            "https://x.example/a.pdf"
+        );
+        assert_eq!(
+            t(
+                serde_json::json!({"url": "https://x.example/a.pdf", "pages": "13-24", "save_as": "a.pdf"})
+            ),
+            "https://x.example/a.pdf (pages 13-24) -> a.pdf"
+        );
+        let q = ToolCell::new(
+            "c",
+            "search_internet",
+            serde_json::json!({"query": "rebar"}),
+            Instant::now(),
+        );
+        assert_eq!(q.target(), "rebar");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use spear::tools::normative::{self, LOOKUP_TOOLS, StandardsLibrary, WORKSPACE_TO
 use spear::tools::registry::{RegistryError, ToolRegistry};
 use spear::tools::spec::{Surface, ToolSpec};
 
+/// A handler for specs registered only to be refused.
 struct Unused;
 
 impl ToolHandler for Unused {
@@ -25,41 +26,14 @@ impl ToolHandler for Unused {
 
 const WEB_PAIR: [&str; 2] = ["fetch_url", "search_internet"];
 
-/// The coding tools, the normative runtime's real tools, and the web pair as `tools::web`
-/// declares it (normative surface, off the working tree, needs the web).
+/// The coding tools, the normative runtime's tools and the web pair, as Spear registers them.
 fn registry() -> (ToolRegistry, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut r = ToolRegistry::new();
     coding::register(&mut r).unwrap();
     let lib = Arc::new(StandardsLibrary::open_in(dir.path()).unwrap());
     normative::register(&mut r, lib, Default::default()).unwrap();
-    if r.get("search_internet").is_none() {
-        for (name, spec) in [
-            (
-                "search_internet",
-                ToolSpec::new(
-                    "search_internet",
-                    "web",
-                    json!({"type": "object"}),
-                    Surface::Normative,
-                )
-                .read_only(),
-            ),
-            (
-                "fetch_url",
-                ToolSpec::new(
-                    "fetch_url",
-                    "web",
-                    json!({"type": "object"}),
-                    Surface::Normative,
-                ),
-            ),
-        ] {
-            assert_eq!(spec.name, name);
-            r.register(spec.off_the_working_tree().needs_web(), Arc::new(Unused))
-                .unwrap();
-        }
-    }
+    spear::tools::web::register(&mut r).unwrap();
     (r, dir)
 }
 

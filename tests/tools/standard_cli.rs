@@ -119,7 +119,9 @@ fn a_url_on_loopback_is_refused_unless_allowed_on_purpose() {
     let (code, _, err) = spear(&f, &["add", &url]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("is refused") && err.contains("loopback") && err.contains("--allow-private"),
+        err.contains("refused to connect to 127.0.0.1")
+            && err.contains("loopback")
+            && err.contains("--allow-private"),
         "{err}"
     );
     assert!(!f.state.join("spear/standards/stair-code.json").exists());

@@ -11,8 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use spear::harness::audit::{AuditLogger, AuditRecord};
 use spear::harness::command_policy::{
-    ApprovalDecision, ApprovalRequest, Approver, CommandPolicy, ExecutionProfile, NoApprover,
-    PolicyConfig,
+    Approver, CommandPolicy, ExecutionProfile, NoApprover, PolicyConfig,
 };
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use spear::harness::target_policy::TargetPolicy;
@@ -133,27 +132,7 @@ pub fn call(router: &ToolRouter, turn: &mut Turn, name: &str, args: Value) -> To
     router.call(turn, &c).unwrap()
 }
 
-/// Answers every question the same way and counts them.
-pub struct ScriptedApprover {
-    pub answer: ApprovalDecision,
-    pub asked: Mutex<Vec<ApprovalRequest>>,
-}
-
-impl ScriptedApprover {
-    pub fn new(answer: ApprovalDecision) -> Arc<Self> {
-        Arc::new(ScriptedApprover {
-            answer,
-            asked: Mutex::new(Vec::new()),
-        })
-    }
-}
-
-impl Approver for ScriptedApprover {
-    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        self.asked.lock().unwrap().push(request.clone());
-        self.answer.clone()
-    }
-}
+pub use crate::approver::ScriptedApprover;
 
 /// Runs commands with the host's bash in `cwd`, UNCONFINED: a test double only, used in
 /// temporary directories, so host-command and timeout tests see what a real shell would do.

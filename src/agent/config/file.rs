@@ -27,6 +27,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub results: ResultsTable,
     #[serde(default)]
+    pub web: WebTable,
+    #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
 }
 
@@ -44,6 +46,23 @@ pub struct SandboxTable {
 pub struct ResultsTable {
     pub max_result_bytes: Option<Spanned<u64>>,
     pub budget_bytes: Option<Spanned<u64>>,
+}
+
+/// `[web]`: the web pair (fetch_url, search_internet).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebTable {
+    pub enabled: Option<bool>,
+    pub allow_private_addresses: Option<bool>,
+    #[serde(default)]
+    pub allow_addresses: Vec<Spanned<String>>,
+    pub search_backend: Option<Spanned<String>>,
+    pub searxng_url: Option<Spanned<String>>,
+    pub brave_api_key_env: Option<Spanned<String>>,
+    pub brave_endpoint: Option<Spanned<String>>,
+    pub max_bytes: Option<Spanned<u64>>,
+    pub timeout_secs: Option<Spanned<u64>>,
+    pub max_redirects: Option<Spanned<u32>>,
 }
 
 /// `[providers.NAME]`.

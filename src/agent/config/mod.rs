@@ -7,6 +7,7 @@
 
 mod file;
 mod resolve;
+mod web;
 
 pub use file::{ConfigFile, Place, ProviderTable};
 pub use resolve::{Env, Flags, resolve};
@@ -130,9 +131,14 @@ pub struct Settings {
     pub harness: HarnessSettings,
 }
 
-/// The harness's part of the configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// The harness's part of the configuration, and the web pair's (both serve the tools that
+/// `spear tool` and `spear run` alike build).
+#[derive(Debug, Clone, Default)]
 pub struct HarnessSettings {
+    /// `[web] enabled` (or `SPEAR_WEB`): the web pair is offered. Exposure follows this alone.
+    pub web_enabled: bool,
+    /// The rest of `[web]`, resolved.
+    pub web: crate::tools::web::WebSettings,
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::netns::IpPrefix>,
@@ -214,7 +220,7 @@ pub fn load_harness(path: &Path) -> Result<HarnessSettings, ConfigError> {
             });
         }
     };
-    resolve::harness(path, &text, &file::parse(path, &text)?)
+    resolve::harness(path, &text, &file::parse(path, &text)?, &Env::Process)
 }
 
 /// Load (creating on first run) and resolve: the whole pipeline `spear run` uses.

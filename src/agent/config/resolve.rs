@@ -100,7 +100,7 @@ pub fn resolve(
         Some(t) => t.get_ref().trim().to_string(),
         None => "dark".to_string(),
     };
-    let harness = harness(path, text, file)?;
+    let harness = harness(path, text, file, env)?;
     Ok(Settings {
         config_path: path.to_path_buf(),
         provider: provider(path, text, file, env, flags)?,
@@ -124,7 +124,12 @@ fn positive(v: Option<&Spanned<u32>>, default: u32) -> Result<u32, std::ops::Ran
 
 /// The tables the harness reads (`[sandbox]`, `[results]`), resolved. `spear exec` and
 /// `spear tool` read only these; `spear run` reads them as part of the whole.
-pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSettings, ConfigError> {
+pub fn harness(
+    path: &Path,
+    text: &str,
+    file: &ConfigFile,
+    env: &Env,
+) -> Result<HarnessSettings, ConfigError> {
     let bad = |span: &std::ops::Range<usize>, problem: String, fix: &str| {
         ConfigError::invalid(path, &place(text, span), fix, problem)
     };
@@ -168,7 +173,10 @@ pub fn harness(path: &Path, text: &str, file: &ConfigFile) -> Result<HarnessSett
             *slot = *v.get_ref();
         }
     }
+    let (web_enabled, web) = super::web::resolve(path, text, &file.web, env)?;
     Ok(HarnessSettings {
+        web_enabled,
+        web,
         network_allow,
         store_limits: limits,
     })

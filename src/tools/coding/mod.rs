@@ -69,8 +69,8 @@ pub fn specs() -> Vec<ToolSpec> {
             "terminal",
             "Run a bash command in the project's sandbox (timeout in seconds: default 180, at \
              most 600). Long output is cut; the whole is kept as result://ID. Host commands \
-             answered by Spear: spear-capability list|describe NAME, spear-knowledge search \
-             QUERY|show ID (type them alone).",
+             answered by Spear: spear-capability list|describe NAME|run NAME ARGS, \
+             spear-knowledge search QUERY|show ID (type them alone).",
             terminal::schema(),
         )
         // Each command is classified and authorized on its own; read-only ones run in SAFE.

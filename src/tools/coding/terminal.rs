@@ -42,11 +42,17 @@ impl ToolHandler for Terminal {
         let assessment = host.classify(&command);
         match detect(&command, &assessment) {
             HostCommandUse::Alone(cmd) => {
+                let read_only = host.host_command_assessment(&command, &assessment);
+                if let Some(plan) =
+                    crate::tools::web::capability::plan(host, &cmd, &command, read_only.clone())
+                {
+                    return plan;
+                }
                 // Said outright, so the terminal's mutating spec does not make SpearHost's own
                 // answer a write: nothing reaches a shell, nothing changes.
                 return Ok(Plan {
                     targets: Vec::new(),
-                    command: Some(host.host_command_assessment(&command, &assessment)),
+                    command: Some(read_only),
                     audit_target: Some(command),
                     action: Box::new(HostAction { cmd }),
                 });

@@ -34,9 +34,11 @@ impl DocumentKind {
             .and_then(Self::from_content_type)
             .or_else(|| name.and_then(Self::from_extension));
         match declared {
-            // A label promising a PDF on bytes without its signature is not believed.
+            // A label promising a PDF on bytes without its signature is not believed, and bytes
+            // nothing labels are text only when they are UTF-8.
             Some(DocumentKind::Pdf) | None => looks_like_text(head).then_some(Self::PlainText),
-            Some(k) => looks_like_text(head).then_some(k),
+            // A declared text may be in another encoding (`decode_text` reads it as declared).
+            Some(k) => not_binary(head).then_some(k),
         }
     }
 
@@ -97,7 +99,12 @@ impl DocumentKind {
     }
 }
 
-/// Text, not binary: no NUL in the head, and valid UTF-8 apart from a character the head may
+/// Text in some encoding: a UTF-16 byte-order mark (whose text holds NULs), or no NUL at all.
+fn not_binary(head: &[u8]) -> bool {
+    head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]) || !head.contains(&0)
+}
+
+/// UTF-8 text, not binary: no NUL in the head, and valid UTF-8 apart from a character the head may
 /// have cut in two at its end.
 fn looks_like_text(head: &[u8]) -> bool {
     if head.contains(&0) {
@@ -167,6 +174,26 @@ mod tests {
         assert_eq!(DocumentKind::detect(Some("image/png"), None, png), None);
         assert_eq!(DocumentKind::detect(Some("text/plain"), None, png), None);
         assert_eq!(DocumentKind::detect(None, None, b"\xff\xfe\xfd text"), None);
+    }
+
+    #[test]
+    fn declared_text_in_another_encoding_is_still_text() {
+        let latin1 = b"<p>caf\xe9</p>";
+        assert_eq!(
+            DocumentKind::detect(Some("text/html; charset=iso-8859-1"), None, latin1),
+            Some(DocumentKind::Html)
+        );
+        assert_eq!(
+            DocumentKind::detect(None, Some("a.txt"), b"caf\xe9"),
+            Some(DocumentKind::PlainText)
+        );
+        let utf16 = [0xff, 0xfe, b'h', 0, b'i', 0];
+        assert_eq!(
+            DocumentKind::detect(Some("text/plain"), None, &utf16),
+            Some(DocumentKind::PlainText)
+        );
+        // Undeclared, the same bytes are not taken for text.
+        assert_eq!(DocumentKind::detect(None, None, b"caf\xe9 \xff"), None);
     }
 
     #[test]

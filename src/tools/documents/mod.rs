@@ -1,5 +1,5 @@
 //! Documents as text for the model: what kind a body is (content type, leading bytes, file
-//! extension), HTML's main content as Markdown with its links kept, and a PDF's text page by
+//! extension), text in its declared encoding, HTML's main content as Markdown with its links kept, and a PDF's text page by
 //! page. Invariant: extraction never panics into its caller and never runs an external program
 //! unconfined; a PDF that yields no text is an error that says so, never an empty success.
 
@@ -7,10 +7,12 @@ mod html;
 mod kind;
 mod pdf;
 mod pdftotext;
+mod text;
 
 pub use html::html_to_markdown;
 pub use kind::DocumentKind;
 pub use pdf::{PdfExtractor, PdfOptions, PdfText, pdf_pages, pdf_pages_with};
+pub use text::decode_text;
 
 use thiserror::Error;
 
