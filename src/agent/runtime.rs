@@ -77,6 +77,7 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             view: ToolView {
                 surface: crate::tools::spec::Surface::Coding,
                 names: Default::default(),
+                working_tree: true,
             },
             tools: Vec::new(),
             conversation: Vec::new(),

@@ -118,6 +118,10 @@ impl ExposureSettings {
 pub struct ToolView {
     pub surface: Surface,
     pub names: BTreeSet<String>,
+    /// Calls may touch the working tree. False for a purely normative question: the router
+    /// then refuses any call that names a workspace path or a command, whichever tool makes it
+    /// (`fetch_url` with `save_as`, say), so the promise does not rest on the tool list alone.
+    pub working_tree: bool,
 }
 
 impl ToolView {
@@ -160,6 +164,7 @@ impl ToolExposurePolicy {
 
     pub fn view(registry: &ToolRegistry, settings: &ExposureSettings) -> ToolView {
         ToolView {
+            working_tree: !(settings.standard_engaged && settings.purely_normative),
             surface: settings.surface(),
             names: Self::visible(registry, settings)
                 .into_iter()

@@ -188,6 +188,25 @@ impl ToolRouter {
             ));
         }
         let plan = trace.tool.handler.plan(&call.arguments, host)?;
+        if !turn.view.working_tree && (!plan.targets.is_empty() || plan.command.is_some()) {
+            let what = plan
+                .targets
+                .iter()
+                .map(|t| t.path.clone())
+                .chain(plan.command.iter().map(|a| a.command.clone()))
+                .collect::<Vec<_>>()
+                .join("`, `");
+            return Err(Refusal::new(
+                Gate::RequestScope,
+                "normative_question",
+                ToolResult::denied(format!(
+                    "this request asks only what the standard requires, so nothing in it may \
+                     touch the working tree, and `{}` would reach `{what}`. Answer from the \
+                     standard; ask for the change as a request of its own.",
+                    spec.name
+                )),
+            ));
+        }
         if plan.audit_target.is_some() {
             trace.target.clone_from(&plan.audit_target);
         }

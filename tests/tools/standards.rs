@@ -39,6 +39,7 @@ impl Lib {
         let mut registry = ToolRegistry::new();
         spear::tools::coding::register(&mut registry).unwrap();
         normative::register(&mut registry, library.clone(), engaged.clone()).unwrap();
+        spear::tools::web::register(&mut registry).unwrap();
         let host = fx.host(Box::new(Recorder::default()), HostConfig::default());
         let router = ToolRouter::new(registry, Arc::new(host));
         Lib {
@@ -424,4 +425,44 @@ fn pdf_round_trip_reads_by_clause_and_by_pages_and_a_scan_is_refused() {
         "{e}"
     );
     assert_eq!(lib.library.names().unwrap(), ["ramp-code"]);
+}
+
+#[test]
+fn a_purely_normative_turn_is_refused_any_call_that_would_touch_the_working_tree() {
+    use spear::tools::handler::Gate;
+    let lib = Lib::new();
+    let route = |purely_normative: bool, name: &str, args: serde_json::Value| {
+        let settings = ExposureSettings {
+            standard_engaged: true,
+            web_enabled: true,
+            purely_normative,
+        };
+        let view = ToolExposurePolicy::view(lib.router.registry(), &settings);
+        let mut turn = Turn::new(ExecutionMode::Auto, view, Arc::new(NoApprover));
+        let call = ToolCall {
+            id: "w1".into(),
+            name: name.into(),
+            arguments: args,
+        };
+        lib.router.call(&mut turn, &call).unwrap()
+    };
+    // fetch_url is offered to a normative question, but saving into the workspace is not.
+    let save = json!({"url": "http://127.0.0.1:9/code.pdf", "save_as": "docs/code.pdf"});
+    let env = route(true, "fetch_url", save.clone());
+    assert_eq!(env.gate, Some(Gate::RequestScope), "{env:?}");
+    assert_eq!(env.refusal_rule.as_deref(), Some("normative_question"));
+    assert!(env.reason.as_deref().unwrap().contains("docs/code.pdf"));
+    assert!(!lib.fx.project.join("docs/code.pdf").exists());
+    // Positive control: the same call in an implementation turn passes that gate (and is then
+    // stopped by the address policy, since nothing listens on loopback here).
+    let env = route(false, "fetch_url", save);
+    assert_ne!(
+        env.refusal_rule.as_deref(),
+        Some("normative_question"),
+        "{env:?}"
+    );
+    assert_ne!(env.gate, Some(Gate::RequestScope), "{env:?}");
+    // A lookup is untouched by the rule.
+    let env = route(true, "standard.list", json!({}));
+    assert_eq!(env.status, ToolStatus::Ok);
 }
