@@ -334,7 +334,17 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
                     tools: self.view.names.iter().cloned().collect(),
                 },
             );
-            self.pass_note = Some(pass_note(pass, standard, two));
+            let mut note = pass_note(pass, standard, two);
+            if self.view.surface == crate::tools::spec::Surface::Normative {
+                // The base prompt describes the coding core's six tools; this pass has others.
+                let names: Vec<&str> = self.tools.iter().map(|t| t.name.as_str()).collect();
+                note.push_str(&format!(
+                    " In this pass your tools are exactly: {}; the six tools described above \
+                     are not offered.",
+                    names.join(", ")
+                ));
+            }
+            self.pass_note = Some(note);
             if pass == Pass::Implementation && two {
                 let findings = self.findings(standard);
                 self.push(&events, ChatMessage::User { content: findings });

@@ -135,6 +135,13 @@ async fn a_mixed_request_cites_a_clause_then_edits_a_file_and_the_transcript_sho
     for r in &requests[2..] {
         assert_eq!(offered(r), wire(&CODING_TOOLS));
     }
+    // The normative pass is told which tools it has; the implementation pass is not.
+    let system = |r: &spear::agent::model::ChatRequest| match &r.messages[0] {
+        ChatMessage::System { content } => content.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(system(&requests[0]).contains("your tools are exactly: search_corpus, standard_list"));
+    assert!(!system(&requests[2]).contains("your tools are exactly"));
     // The normative pass read the clause through the router.
     let read = requests[1]
         .messages
