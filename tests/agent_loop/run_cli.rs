@@ -534,6 +534,8 @@ fn spear_run_with_a_standard_classifies_and_offers_the_lookups_on_the_wire() {
         "{}",
         text(&out)
     );
+    let store = spear::agent::session::SessionStore::open_in(&env.state, &env.project).unwrap();
+    assert!(store.list().unwrap().is_empty());
 
     let server = MockServer::start([
         tool_calls_answer(&[(
