@@ -466,3 +466,35 @@ fn a_purely_normative_turn_is_refused_any_call_that_would_touch_the_working_tree
     let env = route(true, "standard.list", json!({}));
     assert_eq!(env.status, ToolStatus::Ok);
 }
+
+#[test]
+fn concurrent_adds_of_one_name_leave_one_whole_standard() {
+    let lib = Lib::new();
+    let texts: Vec<String> = (0..8)
+        .map(|i| format!("# 1.{i} Rule {i}\nRule {i} shall hold.\n").repeat(200))
+        .collect();
+    std::thread::scope(|s| {
+        for t in &texts {
+            let library = lib.library.clone();
+            s.spawn(move || {
+                library
+                    .add("race", "race.md", SourceKind::Markdown, t.as_bytes())
+                    .unwrap();
+            });
+        }
+    });
+    // Whichever add came last, the file is one of the sources whole, and no temporary is left.
+    let std = lib.library.load("race").unwrap();
+    assert!(texts.iter().any(|t| {
+        std.units
+            .iter()
+            .map(|u| u.text.as_str())
+            .collect::<String>()
+            == *t
+    }));
+    let files: Vec<String> = std::fs::read_dir(lib.library.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(files, ["race.json"]);
+}
