@@ -32,6 +32,7 @@ fn app() -> App {
                 workspace: "/work/bench".into(),
                 sandbox: SandboxHealth::Ok,
                 network: false,
+                standard: None,
                 tokens: 0,
                 busy: false,
             },

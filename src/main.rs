@@ -22,6 +22,9 @@ struct Cli {
     /// Reopen one of this workspace's sessions (without ID: pick from the list).
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     resume: Option<String>,
+    /// Engage the standard NAME from the first request (see `spear standard list`).
+    #[arg(long, value_name = "NAME")]
+    standard: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -42,6 +45,8 @@ enum Command {
     Run(cli::run::RunArgs),
     /// This workspace's sessions (for `spear run --resume ID`).
     Sessions(cli::sessions::SessionsArgs),
+    /// The standards library: add a PDF, Markdown, HTML or text standard, list, remove.
+    Standard(cli::standard::StandardArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,7 +59,8 @@ fn main() -> ExitCode {
         Some(Command::Tool(args)) => cli::tool::run(args, cli.workspace),
         Some(Command::Run(args)) => cli::run::run(args, cli.workspace),
         Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
-        None => cli::no_subcommand(cli.workspace, cli.mode, cli.resume),
+        Some(Command::Standard(args)) => cli::standard::run(args),
+        None => cli::no_subcommand(cli.workspace, cli.mode, cli.resume, cli.standard),
     };
     match outcome {
         Ok(code) => code,

@@ -18,6 +18,8 @@ mod run_cli;
 mod server;
 #[path = "agent_loop/sessions.rs"]
 mod sessions;
+#[path = "agent_loop/standards.rs"]
+mod standards;
 #[path = "agent_loop/support.rs"]
 mod support;
 #[path = "agent_loop/tasks.rs"]

@@ -26,11 +26,17 @@ mod host;
 mod layers;
 #[path = "tools/patch.rs"]
 mod patch;
+#[path = "support/pdf.rs"]
+mod pdf;
 #[path = "tools/refusals.rs"]
 mod refusals;
 #[path = "tools/result_store.rs"]
 mod result_store;
 #[path = "tools/special_files.rs"]
 mod special_files;
+#[path = "tools/standard_cli.rs"]
+mod standard_cli;
+#[path = "tools/standards.rs"]
+mod standards;
 #[path = "tools/support.rs"]
 mod support;

@@ -7,9 +7,12 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::agent::model::Usage;
+use crate::agent::request_class::ClassifiedBy;
 use crate::harness::command_policy::ApprovalRequest;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::envelope::ToolResultEnvelope;
+use crate::tools::exposure::{Pass, RequestClass};
+use crate::tools::spec::Surface;
 
 /// Why a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,6 +91,25 @@ pub enum AgentEvent {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// A standard is engaged and the request was classified (before its first pass).
+    RequestClassified {
+        standard: String,
+        class: RequestClass,
+        by: ClassifiedBy,
+        normative_score: u32,
+        implementation_score: u32,
+        /// The rules' cues that matched.
+        cues: Vec<String>,
+        /// Why the model was asked, or why neither rules nor model could say.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// A pass of a request with a standard engaged begins, on `surface` with `tools`.
+    PassStarted {
+        pass: Pass,
+        surface: Surface,
+        tools: Vec<String>,
+    },
     /// Something went wrong; `done` with `reason: error` follows when it ends the task.
     Error { message: String },
     /// The task ended. Always the last event of a task.
@@ -120,6 +142,43 @@ impl AgentEvent {
             reasons: r.reasons.clone(),
             writes: r.writes.clone(),
             network: r.network,
+        }
+    }
+
+    /// The line a person reads for a classification or a pass (the TUI and `spear run` show
+    /// the same words).
+    pub fn normative_line(&self) -> Option<String> {
+        match self {
+            AgentEvent::RequestClassified {
+                standard,
+                class,
+                by,
+                cues,
+                note,
+                ..
+            } => {
+                let by = match by {
+                    ClassifiedBy::Rules => format!("by the rules: {}", cues.join(", ")),
+                    ClassifiedBy::Model => "by the model".into(),
+                    ClassifiedBy::Fallback => "by default".into(),
+                };
+                let note = note
+                    .as_deref()
+                    .map(|n| format!("; {n}"))
+                    .unwrap_or_default();
+                Some(format!(
+                    "{standard} engaged: the request is {} ({by}{note})",
+                    class.as_str()
+                ))
+            }
+            AgentEvent::PassStarted { pass, tools, .. } => {
+                let pass = match pass {
+                    Pass::Normative => "normative",
+                    Pass::Implementation => "implementation",
+                };
+                Some(format!("{pass} pass: tools {}", tools.join(", ")))
+            }
+            _ => None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod event;
 pub mod model;
 pub mod prompt;
 pub mod provider;
+pub mod request_class;
 pub mod runtime;
 pub mod session;
 pub mod task;

@@ -18,8 +18,11 @@ use crate::agent::prompt::{self, SystemPrompt};
 use crate::agent::session::{SessionRecord, SessionWriter};
 use crate::agent::task::TaskController;
 use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy, ToolView};
+use crate::tools::normative::EngagedStandard;
 use crate::tools::router::ToolRouter;
 use crate::tools::turn::Turn;
+
+mod passes;
 
 /// What the loop is bounded by.
 #[derive(Debug, Clone)]
@@ -53,6 +56,10 @@ pub struct AgentRuntime<M: ChatModel> {
     conversation: Vec<ChatMessage>,
     session: Option<SessionWriter>,
     prompt: Option<SystemPrompt>,
+    /// The standard engaged for this conversation (shared with the normative tools).
+    engaged: EngagedStandard,
+    /// What the current pass adds to the system prompt.
+    pass_note: Option<String>,
 }
 
 /// The request's state the loop threads through its steps.
@@ -65,29 +72,64 @@ pub(crate) struct Run<'t> {
 impl<M: ChatModel + 'static> AgentRuntime<M> {
     /// A runtime offering the coding surface of `router`'s registry.
     pub fn new(model: Arc<M>, router: Arc<ToolRouter>, options: RuntimeOptions) -> Self {
-        let settings = ExposureSettings {
-            web_enabled: router.host().config().web_enabled,
-            ..ExposureSettings::default()
+        let mut runtime = AgentRuntime {
+            model,
+            router,
+            options,
+            view: ToolView {
+                surface: crate::tools::spec::Surface::Coding,
+                names: Default::default(),
+                working_tree: true,
+            },
+            tools: Vec::new(),
+            conversation: Vec::new(),
+            session: None,
+            prompt: None,
+            engaged: EngagedStandard::default(),
+            pass_note: None,
         };
-        let view = ToolExposurePolicy::view(router.registry(), &settings);
-        let tools = ToolExposurePolicy::visible(router.registry(), &settings)
+        runtime.set_view(&runtime.coding_settings());
+        runtime
+    }
+
+    /// The coding surface's settings (the web setting is the host's, though the core is never
+    /// offered the web pair as tools).
+    fn coding_settings(&self) -> ExposureSettings {
+        ExposureSettings {
+            web_enabled: self.router.host().config().web_enabled,
+            ..ExposureSettings::default()
+        }
+    }
+
+    /// Engage standards through `engaged` (shared with the normative tools the router holds).
+    /// The web pair is offered on the normative surface exactly when the host's `web_enabled`
+    /// says so.
+    #[must_use]
+    pub fn with_standards(mut self, engaged: EngagedStandard) -> Self {
+        self.engaged = engaged;
+        self
+    }
+
+    /// Engage `name` for the next requests (`None`: no standard, the coding core answers).
+    pub fn set_standard(&mut self, name: Option<String>) {
+        self.engaged.set(name);
+    }
+
+    pub fn standard(&self) -> Option<String> {
+        self.engaged.get()
+    }
+
+    /// Offer the tools `settings` expose (the next model request lists them).
+    fn set_view(&mut self, settings: &ExposureSettings) {
+        self.view = ToolExposurePolicy::view(self.router.registry(), settings);
+        self.tools = ToolExposurePolicy::visible(self.router.registry(), settings)
             .into_iter()
             .map(|s| ToolDefinition {
-                name: s.name.clone(),
+                name: s.wire_name(),
                 description: s.description.clone(),
                 parameters: s.parameters.clone(),
             })
             .collect();
-        AgentRuntime {
-            model,
-            router,
-            options,
-            view,
-            tools,
-            conversation: Vec::new(),
-            session: None,
-            prompt: None,
-        }
     }
 
     /// Record the conversation in `writer` from now on.
@@ -199,9 +241,11 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
     pub(crate) fn request(&self, max_tokens: u32) -> ChatRequest {
         let mut messages = Vec::with_capacity(self.conversation.len() + 1);
         if let Some(p) = &self.prompt {
-            messages.push(ChatMessage::System {
-                content: p.text.clone(),
-            });
+            let content = match &self.pass_note {
+                Some(note) => format!("{}\n\n{note}", p.text),
+                None => p.text.clone(),
+            };
+            messages.push(ChatMessage::System { content });
         }
         messages.extend(self.conversation.iter().cloned());
         ChatRequest {
@@ -225,17 +269,20 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
                 content: objective.to_string(),
             },
         );
-        // One router turn spans the whole request, so a refusal repeated across responses is
-        // counted toward the stop, and a sandbox found down stays down for the request.
-        let mut turn = Turn::new(task.mode(), self.view.clone(), task.approver());
-        turn.cancel = task.cancel_token();
-        turn.output_tap = Some(Arc::new(EventTap(events.clone())));
         let mut run = Run {
             task,
-            turn: Some(turn),
+            turn: None,
             calls: 0,
         };
-        let outcome = self.steps(&mut run).await;
+        let outcome = match self.engaged.get() {
+            None => {
+                self.set_view(&self.coding_settings());
+                self.pass_note = None;
+                self.pass(&mut run).await
+            }
+            Some(standard) => self.passes(&mut run, objective, &standard).await,
+        };
+        self.pass_note = None;
         self.emit(
             &events,
             AgentEvent::Done {
@@ -247,7 +294,24 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         outcome
     }
 
-    fn end(&mut self, run: &Run<'_>, reason: StopReason, message: Option<String>) -> TaskOutcome {
+    /// One pass over the current view. One router turn spans the whole pass, so a refusal
+    /// repeated across responses is counted toward the stop, and a sandbox found down stays
+    /// down for the pass.
+    async fn pass(&mut self, run: &mut Run<'_>) -> TaskOutcome {
+        let task = run.task;
+        let mut turn = Turn::new(task.mode(), self.view.clone(), task.approver());
+        turn.cancel = task.cancel_token();
+        turn.output_tap = Some(Arc::new(EventTap(task.events().clone())));
+        run.turn = Some(turn);
+        self.steps(run).await
+    }
+
+    pub(crate) fn end(
+        &mut self,
+        run: &Run<'_>,
+        reason: StopReason,
+        message: Option<String>,
+    ) -> TaskOutcome {
         if reason == StopReason::Error
             && let Some(m) = &message
         {

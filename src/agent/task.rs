@@ -11,9 +11,39 @@ use thiserror::Error;
 use tokio::sync::oneshot;
 
 use crate::agent::event::{AgentEvent, EventSink};
+use crate::agent::model::{ChatMessage, ChatModel, ChatRequest};
+use crate::agent::request_class::{self, ClassifiedBy, RuleVerdict};
 use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::executor::CancelToken;
+use crate::tools::exposure::RequestClass;
+
+/// Tokens the classifying model call may answer with.
+const CLASSIFY_MAX_TOKENS: u32 = 16;
+
+/// How a request was classified, with the rules' evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classification {
+    pub standard: String,
+    pub class: RequestClass,
+    pub by: ClassifiedBy,
+    pub verdict: RuleVerdict,
+    pub note: Option<String>,
+}
+
+impl Classification {
+    pub fn event(&self) -> AgentEvent {
+        AgentEvent::RequestClassified {
+            standard: self.standard.clone(),
+            class: self.class,
+            by: self.by,
+            normative_score: self.verdict.normative,
+            implementation_score: self.verdict.implementation,
+            cues: self.verdict.cues.iter().map(|c| c.to_string()).collect(),
+            note: self.note.clone(),
+        }
+    }
+}
 
 /// An answer that could not be delivered.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -69,6 +99,77 @@ impl TaskController {
 
     pub fn cancel_token(&self) -> CancelToken {
         self.shared.cancel.clone()
+    }
+
+    /// Classify `request` for the engaged `standard`: by the rules table, and when it is unsure
+    /// by one short call to `model` without tools. A model that fails, is cancelled, or names
+    /// no class leaves the request MIXED, so both passes run.
+    pub async fn classify<M: ChatModel>(
+        &self,
+        request: &str,
+        standard: &str,
+        model: &M,
+    ) -> Classification {
+        let verdict = request_class::by_rules(request);
+        let standard = standard.to_string();
+        if let Some(class) = verdict.class {
+            return Classification {
+                standard,
+                class,
+                by: ClassifiedBy::Rules,
+                verdict,
+                note: None,
+            };
+        }
+        let ask = ChatRequest {
+            messages: vec![
+                ChatMessage::System {
+                    content: request_class::model_prompt(&standard),
+                },
+                ChatMessage::User {
+                    content: request.to_string(),
+                },
+            ],
+            tools: Vec::new(),
+            max_tokens: CLASSIFY_MAX_TOKENS,
+        };
+        let mut ignore = |_| {};
+        let cancel = self.cancel_token();
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err("the task was cancelled".to_string()),
+            r = model.complete(&ask, &mut ignore) => r.map_err(|e| e.to_string()),
+        };
+        let unsure = format!(
+            "the rules were unsure (normative {}, implementation {})",
+            verdict.normative, verdict.implementation
+        );
+        let (class, by, note) = match answer {
+            Ok(r) => match request_class::parse_model_answer(&r.content) {
+                Some(c) => (
+                    c,
+                    ClassifiedBy::Model,
+                    format!("{unsure}; the model said {}", c.as_str()),
+                ),
+                None => (
+                    RequestClass::Mixed,
+                    ClassifiedBy::Fallback,
+                    format!("{unsure} and the model's answer named no class; both passes run"),
+                ),
+            },
+            Err(e) => (
+                RequestClass::Mixed,
+                ClassifiedBy::Fallback,
+                format!("{unsure} and the model could not be asked ({e}); both passes run"),
+            ),
+        };
+        Classification {
+            standard,
+            class,
+            by,
+            verdict,
+            note: Some(note),
+        }
     }
 
     /// Stop the request: the model stream is dropped, a running command is killed, a pending

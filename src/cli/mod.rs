@@ -9,6 +9,8 @@ pub mod run;
 mod run_model;
 mod run_output;
 pub mod sessions;
+pub mod standard;
+mod standard_fetch;
 pub mod tool;
 mod tui;
 mod wiring;
@@ -34,10 +36,12 @@ pub fn no_subcommand(
     workspace: Option<PathBuf>,
     mode: Option<spear::harness::primitives::ExecutionMode>,
     resume: Option<String>,
+    standard: Option<String>,
 ) -> anyhow::Result<ExitCode> {
     tui::run(tui::TuiArgs {
         workspace,
         mode,
         resume,
+        standard,
     })
 }

@@ -1,5 +1,5 @@
 //! `spear run [--mode M] [--network] [--json] [--resume ID] [--provider P] [--model M]
-//! OBJECTIVE|-`: the agent, headless, for scripts and CI. The objective (from stdin when `-`)
+//! [--standard NAME] OBJECTIVE|-`: the agent, headless, for scripts and CI. The objective (from stdin when `-`)
 //! becomes one request; the task's events are printed as they come (see `run_output`). Exit
 //! codes: 0 when the model finished its answer, 1 on an error (bad config, unreachable server,
 //! bad key) or when a limit stopped the request, 130 when interrupted (SIGINT cancels the task
@@ -45,6 +45,10 @@ pub struct RunArgs {
     /// The model to ask (overrides SPEAR_MODEL and the config).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
+    /// Engage the standard NAME (see `spear standard list`): the request is classified and
+    /// answered by the normative runtime.
+    #[arg(long, value_name = "NAME")]
+    pub standard: Option<String>,
     /// What to do; `-` reads it from stdin.
     #[arg(value_name = "OBJECTIVE")]
     pub objective: String,
@@ -63,6 +67,11 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
     let model = super::run_model::build(&settings)?;
     let place = super::wiring::place(workspace)?;
     let cwd = place.cwd.clone();
+    let engaged = spear::tools::normative::EngagedStandard::default();
+    if let Some(name) = &args.standard {
+        super::standard::check_engageable(&place.state, name)?;
+        engaged.set(Some(name.clone()));
+    }
     let store = SessionStore::open_in(&place.state, &place.root)?;
     let (writer, history) = match &args.resume {
         Some(id) => {
@@ -87,6 +96,7 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
             refusal_repeats: Some(settings.refusal_repeats),
             harness: settings.harness.clone(),
             previews: None,
+            engaged: engaged.clone(),
         },
     )?;
     let runtime = AgentRuntime::new(
@@ -100,7 +110,8 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
         },
     )
     .with_session(writer)
-    .with_conversation(history);
+    .with_conversation(history)
+    .with_standards(engaged);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -149,6 +149,13 @@ impl Printer {
             } => self.note(&format!(
                 "the conversation was compacted ({how}): about {tokens_before} -> {tokens_after} tokens"
             )),
+            AgentEvent::RequestClassified { .. } | AgentEvent::PassStarted { .. } => {
+                self.clear_spinner();
+                self.end_line();
+                if let Some(line) = event.normative_line() {
+                    self.note(&line);
+                }
+            }
             AgentEvent::Error { message } => self.note(&format!("error: {message}")),
             AgentEvent::Done {
                 reason, message, ..
@@ -173,11 +180,13 @@ impl Printer {
 /// audit log redacts it (a line on a terminal or in a CI log is shown to whoever reads it), and
 /// cut to 120 characters.
 fn status_target(arguments: &serde_json::Value) -> String {
-    ["path", "command", "pattern"]
-        .iter()
-        .find_map(|k| arguments.get(*k).and_then(|v| v.as_str()))
-        .map(|t| redact_text(t).chars().take(120).collect())
-        .unwrap_or_default()
+    [
+        "path", "command", "pattern", "query", "clause", "pages", "url",
+    ]
+    .iter()
+    .find_map(|k| arguments.get(*k).and_then(|v| v.as_str()))
+    .map(|t| redact_text(t).chars().take(120).collect())
+    .unwrap_or_default()
 }
 
 fn tool_line(env: &ToolResultEnvelope, target: &str) -> String {

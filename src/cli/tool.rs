@@ -1,5 +1,7 @@
-//! `spear tool NAME [JSON_ARGS] [--mode M] [--network] [--json]`: one tool call through the same router the
-//! model's calls take, on the coding surface. Exit codes as `spear exec`: the command's own code
+//! `spear tool NAME [JSON_ARGS] [--mode M] [--network] [--json] [--standard NAME]`: one tool
+//! call through the same router the model's calls take, on the coding surface, or with
+//! `--standard` on the normative runtime's (an IMPLEMENTATION turn's view: its lookups and its
+//! own file and command tools). Exit codes as `spear exec`: the command's own code
 //! when a terminal command ran, 0 ok, 126 refused or cancelled, 127 not found, 124 timeout,
 //! 1 failed.
 
@@ -20,7 +22,8 @@ use spear::tools::turn::Turn;
 
 #[derive(Args)]
 pub struct ToolArgs {
-    /// The tool: read_file, search_files, patch, write_file, delete_file or terminal.
+    /// The tool: read_file, search_files, patch, write_file, delete_file or terminal; with
+    /// --standard: standard.list, standard.search, standard.read, search_corpus, workspace.*.
     pub name: String,
     /// The arguments as one JSON object (default: {}).
     pub arguments: Option<String>,
@@ -34,6 +37,9 @@ pub struct ToolArgs {
     /// loopback stays unreachable). Without it they are denied, as the spec's session setting.
     #[arg(long)]
     pub network: bool,
+    /// Call on the normative surface with the standard NAME engaged (standard.search, …).
+    #[arg(long, value_name = "NAME")]
+    pub standard: Option<String>,
 }
 
 pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode> {
@@ -42,6 +48,15 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         None => serde_json::json!({}),
     };
     let place = super::wiring::place(workspace)?;
+    let engaged = spear::tools::normative::EngagedStandard::default();
+    if let Some(name) = &args.standard {
+        super::standard::check_engageable(&place.state, name)?;
+        engaged.set(Some(name.clone()));
+    }
+    let settings = ExposureSettings {
+        standard_engaged: args.standard.is_some(),
+        ..ExposureSettings::default()
+    };
     let router = super::wiring::coding_router(
         place,
         &super::wiring::RouterOptions {
@@ -50,9 +65,10 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
             refusal_repeats: None,
             harness: super::wiring::harness_settings()?,
             previews: None,
+            engaged,
         },
     )?;
-    let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
+    let view = ToolExposurePolicy::view(router.registry(), &settings);
     let approver: Arc<dyn Approver + Send + Sync> = Arc::new(super::common::TtyApprover);
     let mut turn = Turn::new(args.mode.unwrap_or(ExecutionMode::Ask), view, approver);
     let call = ToolCall {

@@ -31,6 +31,8 @@ pub struct TuiArgs {
     pub mode: Option<ExecutionMode>,
     /// `Some("")`: `--resume` without an id (pick one).
     pub resume: Option<String>,
+    /// `--standard NAME`: engaged from the first request.
+    pub standard: Option<String>,
 }
 
 pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -84,12 +86,19 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let refusal_repeats = settings.as_ref().map(|s| s.refusal_repeats);
     let previews = channel.0.clone();
     let health_config = wiring::runner_config(&root, &harness);
+    let engaged = spear::tools::normative::EngagedStandard::default();
+    if let Some(name) = &args.standard {
+        super::standard::check_engageable(&state, name)?;
+        engaged.set(Some(name.clone()));
+    }
+    let shared = engaged.clone();
     let options = move |network: bool| RouterOptions {
         session: audit_session.clone(),
         network,
         refusal_repeats,
         harness: harness.clone(),
         previews: Some(previews.clone()),
+        engaged: shared.clone(),
     };
     let router = Arc::new(wiring::coding_router(place, &options(network))?);
     let workspace = args.workspace.clone();
@@ -142,6 +151,10 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             },
             store,
             mode,
+            standards: spear::tui::driver::Standards {
+                library: Arc::new(spear::tools::normative::StandardsLibrary::open_in(&state)?),
+                engaged: engaged.clone(),
+            },
             audit_paths: AuditPaths::new(&state, &root),
         },
         init: AppInit {
@@ -151,6 +164,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
                 workspace: root.display().to_string(),
                 sandbox: SandboxHealth::Checking,
                 network,
+                standard: args.standard.clone(),
                 tokens: 0,
                 busy: false,
             },

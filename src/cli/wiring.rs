@@ -18,6 +18,7 @@ use spear::harness::workspace::Workspace;
 use spear::tools::coding;
 use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
 use spear::tools::host::{HostConfig, SpearHost};
+use spear::tools::normative::{self, EngagedStandard, StandardsLibrary};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
 use spear::tools::result_store::ResultStore;
@@ -62,9 +63,12 @@ pub struct RouterOptions {
     pub harness: HarnessSettings,
     /// The TUI's loop: write_file/patch diffs are sent there before the write (`PreviewObserver`).
     pub previews: Option<tokio::sync::mpsc::UnboundedSender<spear::tui::event::Event>>,
+    /// The standard engaged, shared by the normative tools and the agent runtime.
+    pub engaged: EngagedStandard,
 }
 
-/// The router over the coding tools for `place`, audited under `opts.session`.
+/// The router over the coding tools and the normative runtime's tools for `place`, audited
+/// under `opts.session`. Which of them a turn sees is the exposure policy's decision.
 pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolRouter> {
     let Place {
         workspace,
@@ -89,8 +93,10 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
             ..HostConfig::default()
         },
     );
+    let library = Arc::new(StandardsLibrary::open_in(&state)?);
     let mut registry = ToolRegistry::new();
     coding::register(&mut registry)?;
+    normative::register(&mut registry, library, opts.engaged.clone())?;
     // Registered always, offered by the exposure policy only on the normative surface and only
     // with the web enabled; the coding core reaches them through `spear-capability run`.
     spear::tools::web::register(&mut registry)?;

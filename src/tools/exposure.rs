@@ -2,6 +2,11 @@
 //! one surface: the coding core's tools when no standard is engaged, the normative runtime's when
 //! one is (without the web pair unless the web is enabled, and without working-tree tools for a
 //! purely normative question). Neither surface ever lists the other's tools.
+//!
+//! With a standard engaged, a request's class decides its passes (`ExposureSettings::passes`):
+//! NORMATIVE is one normative pass with no working-tree tool; IMPLEMENTATION one pass on the
+//! whole normative surface (its lookups and its own file and command tools); MIXED a normative
+//! pass, then an implementation pass on the coding core's surface.
 
 use std::collections::BTreeSet;
 
@@ -9,6 +14,44 @@ use serde::Serialize;
 
 use crate::tools::registry::ToolRegistry;
 use crate::tools::spec::{Surface, ToolSpec};
+
+/// What a request asks for, when a standard is engaged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RequestClass {
+    /// What the standard requires: answered from the standard alone.
+    Normative,
+    /// Change the code.
+    Implementation,
+    /// Both: what the standard requires, then the change.
+    Mixed,
+}
+
+impl RequestClass {
+    pub const ALL: [RequestClass; 3] = [
+        RequestClass::Normative,
+        RequestClass::Implementation,
+        RequestClass::Mixed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestClass::Normative => "NORMATIVE",
+            RequestClass::Implementation => "IMPLEMENTATION",
+            RequestClass::Mixed => "MIXED",
+        }
+    }
+}
+
+/// One pass of a request over one surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pass {
+    /// The normative runtime answers what the standard requires.
+    Normative,
+    /// The change is made (on the coding core's surface after a normative pass).
+    Implementation,
+}
 
 /// What the exposure depends on, for one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -31,6 +74,36 @@ impl ExposureSettings {
         })
     }
 
+    /// The passes of one request and each pass's settings. No standard engaged: one coding
+    /// pass, whatever the class.
+    pub fn passes(
+        standard_engaged: bool,
+        web_enabled: bool,
+        class: RequestClass,
+    ) -> Vec<(Pass, ExposureSettings)> {
+        let normative = |purely_normative| ExposureSettings {
+            standard_engaged: true,
+            web_enabled,
+            purely_normative,
+        };
+        let coding = ExposureSettings {
+            standard_engaged: false,
+            web_enabled,
+            purely_normative: false,
+        };
+        if !standard_engaged {
+            return vec![(Pass::Implementation, coding)];
+        }
+        match class {
+            RequestClass::Normative => vec![(Pass::Normative, normative(true))],
+            RequestClass::Implementation => vec![(Pass::Implementation, normative(false))],
+            RequestClass::Mixed => vec![
+                (Pass::Normative, normative(true)),
+                (Pass::Implementation, coding),
+            ],
+        }
+    }
+
     pub fn surface(&self) -> Surface {
         if self.standard_engaged {
             Surface::Normative
@@ -45,9 +118,9 @@ impl ExposureSettings {
 pub struct ToolView {
     pub surface: Surface,
     pub names: BTreeSet<String>,
-    /// Whether a call of this turn may write the working tree at all. False for a purely
-    /// normative question, so an offered tool's optional write (fetch_url's `save_as`) is
-    /// refused there as the working-tree tools are withheld.
+    /// Calls may touch the working tree. False for a purely normative question: the router
+    /// then refuses any call that names a workspace path or a command, whichever tool makes it
+    /// (`fetch_url` with `save_as`, say), so the promise does not rest on the tool list alone.
     pub working_tree: bool,
 }
 
@@ -91,8 +164,8 @@ impl ToolExposurePolicy {
 
     pub fn view(registry: &ToolRegistry, settings: &ExposureSettings) -> ToolView {
         ToolView {
-            surface: settings.surface(),
             working_tree: !(settings.standard_engaged && settings.purely_normative),
+            surface: settings.surface(),
             names: Self::visible(registry, settings)
                 .into_iter()
                 .map(|s| s.name.clone())

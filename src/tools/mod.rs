@@ -13,6 +13,7 @@ pub mod host;
 pub mod host_command;
 pub mod knowledge;
 pub mod lines;
+pub mod normative;
 pub mod observer;
 pub mod registry;
 pub mod result_preview;

@@ -33,12 +33,17 @@ impl ToolRegistry {
         Self::default()
     }
 
+    /// Refuses a name whose wire form (`standard.search` -> `standard_search`) another tool
+    /// already has: a model's call must name exactly one tool.
     pub fn register(
         &mut self,
         spec: ToolSpec,
         handler: Arc<dyn ToolHandler>,
     ) -> Result<(), RegistryError> {
-        if self.tools.contains_key(&spec.name) {
+        let wire = spec.wire_name();
+        if self.tools.contains_key(&spec.name)
+            || self.tools.values().any(|t| t.spec.wire_name() == wire)
+        {
             return Err(RegistryError::Duplicate(spec.name));
         }
         self.tools
@@ -46,8 +51,11 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// The tool `name`, by its spec name or by its wire name (what a model calls it).
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.get(name)
+        self.tools
+            .get(name)
+            .or_else(|| self.tools.values().find(|t| t.spec.wire_name() == name))
     }
 
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {

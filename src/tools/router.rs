@@ -188,6 +188,25 @@ impl ToolRouter {
             ));
         }
         let plan = trace.tool.handler.plan(&call.arguments, host)?;
+        if !turn.view.working_tree && (!plan.targets.is_empty() || plan.command.is_some()) {
+            let what = plan
+                .targets
+                .iter()
+                .map(|t| t.path.clone())
+                .chain(plan.command.iter().map(|a| a.command.clone()))
+                .collect::<Vec<_>>()
+                .join("`, `");
+            return Err(Refusal::new(
+                Gate::RequestScope,
+                "normative_question",
+                ToolResult::denied(format!(
+                    "this request asks only what the standard requires, so nothing in it may \
+                     touch the working tree, and `{}` would reach `{what}`. Answer from the \
+                     standard; ask for the change as a request of its own.",
+                    spec.name
+                )),
+            ));
+        }
         if plan.audit_target.is_some() {
             trace.target.clone_from(&plan.audit_target);
         }
@@ -207,17 +226,6 @@ impl ToolRouter {
             .filter(|t| matches!(t.access, TargetAccess::Write(_)))
             .map(|t| t.path.as_str())
             .collect();
-        if !turn.view.working_tree && !writes.is_empty() {
-            return Err(Refusal::new(
-                Gate::RequestScope,
-                "purely_normative",
-                ToolResult::denied(format!(
-                    "this turn asks a purely normative question, which reaches no working tree:                      `{}` may not write `{}` here. Ask for the change itself and it is made in                      a turn that may write",
-                    spec.name,
-                    writes.join("`, `")
-                )),
-            ));
-        }
         if let (Some(down), false) = (turn.sandbox_down(), writes.is_empty()) {
             return Err(Refusal::new(
                 Gate::SandboxDown,

@@ -99,17 +99,38 @@ impl ToolSpec {
         self.execution_modes.contains(&mode)
     }
 
+    /// The name on the wire. OpenAI-compatible servers accept function names matching
+    /// `^[a-zA-Z0-9_-]{1,64}$` only, so the spec's `standard.search` goes out as
+    /// `standard_search`; people, the audit log and the TUI keep the spec's name.
+    pub fn wire_name(&self) -> String {
+        wire_name(&self.name)
+    }
+
     /// The function declaration an OpenAI-compatible endpoint expects.
     pub fn to_function(&self) -> Value {
         serde_json::json!({
             "type": "function",
             "function": {
-                "name": self.name,
+                "name": self.wire_name(),
                 "description": self.description,
                 "parameters": self.parameters,
             }
         })
     }
+}
+
+/// `name` as OpenAI-compatible servers accept it: every character outside `[a-zA-Z0-9_-]`
+/// becomes `_`.
+pub fn wire_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -135,5 +156,18 @@ mod tests {
         let r = s.read_only().modes(&[ExecutionMode::Auto]);
         assert!(!r.mutates && !r.runs_in(ExecutionMode::Safe));
         assert_eq!(r.to_function()["function"]["name"], "x");
+    }
+
+    #[test]
+    fn dotted_names_go_out_in_the_wire_alphabet() {
+        let s = ToolSpec::new(
+            "standard.search",
+            "d",
+            serde_json::json!({}),
+            Surface::Normative,
+        );
+        assert_eq!(s.wire_name(), "standard_search");
+        assert_eq!(s.to_function()["function"]["name"], "standard_search");
+        assert_eq!(wire_name("read_file"), "read_file");
     }
 }

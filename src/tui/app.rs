@@ -213,6 +213,10 @@ impl App {
                 self.status.model = Some((provider, model));
                 self.has_model = true;
             }
+            Event::StandardChanged { name, note } => {
+                self.notice(NoticeKind::Info, note);
+                self.status.standard = name;
+            }
             Event::Network(on) => {
                 self.status.network = on;
                 let state = if on { "on" } else { "off" };

@@ -105,6 +105,12 @@ impl App {
                 NoticeKind::Info,
                 format!("conversation compacted ({how}): {tokens_before} → {tokens_after} tokens"),
             ),
+            AgentEvent::RequestClassified { .. } | AgentEvent::PassStarted { .. } => {
+                self.cells.end_stream();
+                if let Some(line) = e.normative_line() {
+                    self.notice(NoticeKind::Info, line);
+                }
+            }
             AgentEvent::Error { message } => self.notice(NoticeKind::Error, message),
             AgentEvent::Done {
                 reason, message, ..

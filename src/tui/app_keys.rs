@@ -385,6 +385,11 @@ impl App {
                     lines,
                 });
             }
+            Slash::Standard(arg) if !self.busy() => fx.push(Effect::Standard(arg)),
+            Slash::Standard(_) => self.notice(
+                NoticeKind::Warning,
+                "a turn is running: Esc cancels it first",
+            ),
             Slash::Theme(name) => match Theme::load(&name, self.theme.monochrome) {
                 Ok(t) => self.set_theme(t),
                 Err(e) => self.notice(NoticeKind::Error, e.to_string()),

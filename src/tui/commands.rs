@@ -6,7 +6,7 @@
 use crate::harness::primitives::ExecutionMode;
 
 /// The slash commands, with their argument choices and help.
-pub const SLASH: [(&str, &[&str], &str); 10] = [
+pub const SLASH: [(&str, &[&str], &str); 11] = [
     ("/help", &[], "key bindings and commands"),
     ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
     (
@@ -26,6 +26,11 @@ pub const SLASH: [(&str, &[&str], &str); 10] = [
         "/model",
         &[],
         "the provider and model in use; /model NAME switches the model for the next requests",
+    ),
+    (
+        "/standard",
+        &["off"],
+        "/standard NAME engages a standard, off ends it, alone lists the library",
     ),
     (
         "/theme",
@@ -53,6 +58,8 @@ pub enum Slash {
     Resume,
     /// `None`: show the current one.
     Model(Option<String>),
+    /// `None`: list the library; `Some("off")` disengages.
+    Standard(Option<String>),
     Theme(String),
     Quit,
 }
@@ -86,6 +93,7 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         ("/new", _) => Slash::New,
         ("/resume", _) => Slash::Resume,
         ("/model", name) => Slash::Model(name.map(str::to_string)),
+        ("/standard", name) => Slash::Standard(name.map(str::to_string)),
         ("/theme", Some(n)) => Slash::Theme(n.to_string()),
         ("/quit" | "/exit", _) => Slash::Quit,
         (n, None) if SLASH.iter().any(|(s, args, _)| *s == n && !args.is_empty()) => {
@@ -148,6 +156,21 @@ mod tests {
         assert!(parse("/nope").is_err());
         // A multi-line text that starts with a slash is a prompt (a pasted path, say).
         assert!(matches!(parse("/etc/x\nmore"), Ok(Some(Input::Prompt(_)))));
+        assert_eq!(
+            parse("/standard fire-code"),
+            Ok(Some(Input::Slash(Slash::Standard(Some(
+                "fire-code".into()
+            )))))
+        );
+        assert_eq!(
+            parse("/standard off"),
+            Ok(Some(Input::Slash(Slash::Standard(Some("off".into())))))
+        );
+        assert_eq!(
+            parse("/standard"),
+            Ok(Some(Input::Slash(Slash::Standard(None))))
+        );
+        assert_eq!(complete("/standard o"), vec!["/standard off"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::agent::task::TaskController;
 use crate::harness::audit::AuditPaths;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use crate::tools::normative::{EngagedStandard, StandardsLibrary};
 use crate::tools::router::{ToolCall, ToolRouter};
 use crate::tools::turn::Turn;
 use crate::tui::audit::PAGE;
@@ -54,6 +55,13 @@ pub struct Driver<M: ChatModel + 'static> {
     task: Option<TaskController>,
     pub(crate) feed: Option<AuditFeed>,
     audit_paths: AuditPaths,
+    standards: Standards,
+}
+
+/// The standards library and the engaged standard the router's normative tools share.
+pub struct Standards {
+    pub library: Arc<StandardsLibrary>,
+    pub engaged: EngagedStandard,
 }
 
 pub struct DriverParts<M: ChatModel + 'static> {
@@ -65,6 +73,7 @@ pub struct DriverParts<M: ChatModel + 'static> {
     pub store: SessionStore,
     pub mode: ExecutionMode,
     pub audit_paths: AuditPaths,
+    pub standards: Standards,
 }
 
 impl<M: ChatModel + 'static> Driver<M> {
@@ -84,6 +93,7 @@ impl<M: ChatModel + 'static> Driver<M> {
             task: None,
             feed: None,
             audit_paths: p.audit_paths,
+            standards: p.standards,
         }
     }
 
@@ -102,7 +112,8 @@ impl<M: ChatModel + 'static> Driver<M> {
             .map_err(|e| e.to_string())?;
         let id = writer.id().to_string();
         let rt = AgentRuntime::new(model.clone(), self.router.clone(), self.options.clone())
-            .with_session(writer);
+            .with_session(writer)
+            .with_standards(self.standards.engaged.clone());
         self.runtime = Some(Arc::new(Mutex::new(rt)));
         self.session = Some(id.clone());
         Ok(Some(id))
@@ -114,7 +125,8 @@ impl<M: ChatModel + 'static> Driver<M> {
         if let Some((model, _)) = &self.model {
             let rt = AgentRuntime::new(model.clone(), self.router.clone(), self.options.clone())
                 .with_session(writer)
-                .with_conversation(loaded.messages.clone());
+                .with_conversation(loaded.messages.clone())
+                .with_standards(self.standards.engaged.clone());
             self.runtime = Some(Arc::new(Mutex::new(rt)));
         }
         if let Ok(m) = loaded.meta.mode.parse() {
@@ -189,6 +201,7 @@ impl<M: ChatModel + 'static> Driver<M> {
                 Err(e) => self.fail(format!("/model {name}: {e}")),
             },
             Effect::Network(on) => self.network(on).await,
+            Effect::Standard(arg) => self.standard(arg.as_deref()),
             Effect::Compact => {
                 if let Some(rt) = self.runtime.clone() {
                     let task = self.controller();
@@ -218,6 +231,59 @@ impl<M: ChatModel + 'static> Driver<M> {
             Effect::Copy(text) => crate::tui::terminal::copy_osc52(&text),
         }
         true
+    }
+
+    /// `/standard`, `/standard NAME`, `/standard off`.
+    fn standard(&mut self, arg: Option<&str>) {
+        let lib = &self.standards.library;
+        let engaged = &self.standards.engaged;
+        match arg {
+            None => match lib.list() {
+                Ok(list) if list.is_empty() => self.send(Event::Note(
+                    "the standards library is empty: `spear standard add FILE|URL` adds one".into(),
+                )),
+                Ok(list) => {
+                    let current = engaged.get();
+                    let names: Vec<String> = list
+                        .iter()
+                        .map(|m| {
+                            let mark = if current.as_deref() == Some(m.name.as_str()) {
+                                " (engaged)"
+                            } else {
+                                ""
+                            };
+                            format!("{}{mark}", m.name)
+                        })
+                        .collect();
+                    self.send(Event::Note(format!(
+                        "standards: {}; /standard NAME engages one",
+                        names.join(", ")
+                    )));
+                }
+                Err(e) => self.fail(format!("/standard: {e}")),
+            },
+            Some("off") => {
+                engaged.set(None);
+                self.send(Event::StandardChanged {
+                    name: None,
+                    note: "no standard engaged: the coding tools answer the next requests".into(),
+                });
+            }
+            Some(name) => match lib.load(name) {
+                Ok(s) => {
+                    engaged.set(Some(name.to_string()));
+                    self.send(Event::StandardChanged {
+                        name: Some(name.to_string()),
+                        note: format!(
+                            "{name} engaged ({} units): each request is classified NORMATIVE, \
+                         IMPLEMENTATION or MIXED and answered with the normative tools",
+                            s.meta.units
+                        ),
+                    });
+                }
+                Err(e) => self.fail(format!("/standard {name}: {e}")),
+            },
+        }
     }
 
     fn send(&self, e: Event) {
@@ -286,7 +352,8 @@ impl<M: ChatModel + 'static> Driver<M> {
                     let rt =
                         AgentRuntime::new(model.clone(), self.router.clone(), self.options.clone())
                             .with_session(writer)
-                            .with_conversation(conversation);
+                            .with_conversation(conversation)
+                            .with_standards(self.standards.engaged.clone());
                     self.runtime = Some(Arc::new(Mutex::new(rt)));
                 }
                 (Err(e), _) => self.fail(format!("the session could not be continued: {e}")),

@@ -51,6 +51,11 @@ pub enum Event {
     Network(bool),
     /// Something the loop did, for the person to read.
     Note(String),
+    /// `/standard` engaged a standard (or none), said in `note`.
+    StandardChanged {
+        name: Option<String>,
+        note: String,
+    },
     /// The next requests go to this provider and model.
     ModelChanged {
         provider: String,
@@ -78,6 +83,8 @@ pub enum Effect {
     Network(bool),
     /// Switch the model of the next requests.
     Model(String),
+    /// `/standard`: list the library (`None`), engage NAME, or `off`.
+    Standard(Option<String>),
     Compact,
     NewSession,
     ListSessions,

@@ -507,3 +507,82 @@ fn spear_sessions_lists_the_run_and_resume_continues_it() {
         .unwrap();
     assert!(String::from_utf8_lossy(&human.stdout).contains(&id));
 }
+
+#[test]
+fn spear_run_with_a_standard_classifies_and_offers_the_lookups_on_the_wire() {
+    let env = Env::new();
+    let code = env.project.parent().unwrap().join("fire-code.md");
+    std::fs::write(
+        &code,
+        "# 4.2 Fire doors\nFire doors shall close within 30 seconds.\n",
+    )
+    .unwrap();
+    let added = Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(["standard", "add", code.to_str().unwrap()])
+        .env_clear()
+        .env("HOME", env.state.parent().unwrap())
+        .env("XDG_STATE_HOME", &env.state)
+        .env("XDG_CONFIG_HOME", &env.config)
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", text(&added));
+
+    // An unknown standard is refused before a session is made or the server is asked.
+    let out = env.run("http://127.0.0.1:9/v1", &["--standard", "nope", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("no standard named `nope`"),
+        "{}",
+        text(&out)
+    );
+    let store = spear::agent::session::SessionStore::open_in(&env.state, &env.project).unwrap();
+    assert!(store.list().unwrap().is_empty());
+
+    let server = MockServer::start([
+        tool_calls_answer(&[(
+            "call_std",
+            "standard_read",
+            json!({"standard": "fire-code", "clause": "4.2"}),
+        )]),
+        text_answer("fire-code §4.2: \"Fire doors shall close within 30 seconds.\""),
+    ]);
+    let out = env.run(
+        &server.base_url,
+        &[
+            "--mode",
+            "safe",
+            "--json",
+            "--standard",
+            "fire-code",
+            "What does the standard say about fire doors?",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let ev = events(&out);
+    let classified = ev
+        .iter()
+        .find(|e| e["type"] == "request_classified")
+        .unwrap();
+    assert_eq!(classified["class"], "NORMATIVE");
+    assert_eq!(classified["by"], "rules");
+    assert_eq!(finished(&ev, "call_std")["status"], "ok");
+    assert_eq!(finished(&ev, "call_std")["tool"], "standard.read");
+    let reqs = server.requests();
+    let mut names: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "search_corpus",
+            "standard_list",
+            "standard_read",
+            "standard_search"
+        ]
+    );
+    assert!(tool_message(&reqs[1].body, "call_std").contains("close within 30 seconds"));
+}

@@ -207,6 +207,15 @@ impl Fixture {
     }
 
     pub fn router(&self, executor: Box<dyn CommandExecutor>) -> Arc<ToolRouter> {
+        self.router_with(executor, |_| {})
+    }
+
+    /// The router over the six coding tools and whatever `more` registers.
+    pub fn router_with(
+        &self,
+        executor: Box<dyn CommandExecutor>,
+        more: impl FnOnce(&mut ToolRegistry),
+    ) -> Arc<ToolRouter> {
         let host = SpearHost::new(
             Workspace::new(&self.project).unwrap(),
             TargetPolicy::default(),
@@ -220,6 +229,7 @@ impl Fixture {
         );
         let mut registry = ToolRegistry::new();
         coding::register(&mut registry).unwrap();
+        more(&mut registry);
         let audit = Arc::new(AuditLogger::open_in(&self.state, &self.project).unwrap());
         Arc::new(
             ToolRouter::new(registry, Arc::new(host))

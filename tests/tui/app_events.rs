@@ -395,6 +395,45 @@ fn slash_model_name_switches_the_model_and_the_status_bar_follows() {
 }
 
 #[test]
+fn slash_standard_engages_and_disengages_and_the_status_bar_follows() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/standard fire-code", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(fx, vec![Effect::Standard(Some("fire-code".into()))]);
+    app.update(Event::StandardChanged {
+        name: Some("fire-code".into()),
+        note: "fire-code engaged".into(),
+    });
+    assert_eq!(app.status.standard.as_deref(), Some("fire-code"));
+    let screen = render(&app, 120, 30);
+    assert!(
+        screen.contains("std fire-code") && screen.contains("fire-code engaged"),
+        "{screen}"
+    );
+    type_text(&mut app, "/standard off", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(fx, vec![Effect::Standard(Some("off".into()))]);
+    app.update(Event::StandardChanged {
+        name: None,
+        note: "no standard engaged".into(),
+    });
+    assert!(!render(&app, 120, 30).contains("std fire-code"));
+    type_text(&mut app, "/standard", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Standard(None)]
+    );
+    // A classification and a pass are said in the conversation.
+    app.update(Event::Agent(spear::agent::event::AgentEvent::PassStarted {
+        pass: spear::tools::exposure::Pass::Normative,
+        surface: spear::tools::spec::Surface::Normative,
+        tools: vec!["standard.read".into()],
+    }));
+    assert!(render(&app, 120, 30).contains("normative pass: tools standard.read"));
+}
+
+#[test]
 fn slash_model_gives_a_session_without_a_model_one() {
     let t0 = Instant::now();
     let mut app = app_with("dark", false, t0);

@@ -24,6 +24,7 @@ pub fn app_with(theme: &str, model: bool, t0: Instant) -> App {
                 workspace: "/work/demo".into(),
                 sandbox: SandboxHealth::Ok,
                 network: false,
+                standard: None,
                 tokens: 0,
                 busy: false,
             },

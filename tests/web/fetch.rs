@@ -551,7 +551,11 @@ fn a_purely_normative_turn_reads_but_may_not_save() {
     );
     assert_eq!(env.status, ToolStatus::Denied);
     assert_eq!(env.gate, Some(Gate::RequestScope));
-    assert!(env.reason.unwrap().contains("purely normative"));
+    let reason = env.reason.unwrap();
+    assert!(
+        reason.contains("asks only what the standard requires") && reason.contains("n.md"),
+        "{reason}"
+    );
     assert!(!p.project.join("n.md").exists());
     assert_eq!(s.hits("/notes.md"), 1, "the refused save fetched nothing");
 }

@@ -28,6 +28,8 @@ pub struct StatusInfo {
     pub workspace: String,
     pub sandbox: SandboxHealth,
     pub network: bool,
+    /// The standard engaged, if any.
+    pub standard: Option<String>,
     pub tokens: u64,
     pub busy: bool,
 }
@@ -67,6 +69,14 @@ impl Widget for StatusBar<'_> {
             (i.workspace.clone(), t.secondary(), WORKSPACE),
             (sb, sb_style, 4),
             (net.0, net.1, 2),
+            (
+                i.standard
+                    .as_ref()
+                    .map(|s| format!("std {s}"))
+                    .unwrap_or_default(),
+                t.accent(),
+                3,
+            ),
             (format!("{} tok", i.tokens), t.secondary(), 0),
         ];
         if i.busy {
@@ -168,6 +178,7 @@ mod tests {
             workspace: "/home/someone/projects/a-rather-long-project-name".into(),
             sandbox: SandboxHealth::Ok,
             network: false,
+            standard: None,
             tokens: 12_345,
             busy: true,
         }
@@ -217,5 +228,14 @@ mod tests {
             "{}",
             bar(40, &info())
         );
+    }
+
+    #[test]
+    fn an_engaged_standard_is_shown_in_the_status_bar() {
+        let mut i = info();
+        i.standard = Some("fire-code".into());
+        let wide = bar(120, &i);
+        assert!(wide.contains("│ std fire-code │"), "{wide}");
+        assert!(!bar(80, &info()).contains("std "));
     }
 }
