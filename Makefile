@@ -1,5 +1,5 @@
-# Two entry points: `make run` and `make test`. Both first make sure the sandbox mechanisms
-# (bubblewrap, slirp4netns) are installed, through apt-get, as root or through sudo.
+# Two entry points: `make run` and `make test`. Both first make sure the system packages
+# (bubblewrap, slirp4netns, tmux, poppler-utils) are installed, through apt-get, as root or sudo.
 # `make test` run as root also runs the live execution suite as an unprivileged user
 # (scripts/test-unprivileged creates `spear-test` when missing), then prints which host
 # features the live tests exercised (scripts/test-summary); the suite's exit status is kept.
