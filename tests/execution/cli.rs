@@ -177,26 +177,30 @@ pub(crate) fn doctor_check(v: &serde_json::Value, name: &str) -> serde_json::Val
 }
 
 /// What `cgroups_systemd` must say on this host: `Ok` when systemd scopes can be made here, or
-/// the words the refusal must contain. Worked out from the host, apart from Spear's check.
+/// the words the refusal must contain. Worked out from the host, apart from Spear's check: root
+/// asks the system manager (systemd as PID 1), an ordinary user their own user manager, which
+/// only has to be reachable.
 fn expected_cgroups_systemd() -> Result<(), &'static str> {
     let systemd_run = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .any(|d| d.join("systemd-run").is_file());
-    if !systemd_is_pid1() || !std::path::Path::new("/run/systemd/system").is_dir() {
-        Err("systemd as PID 1")
-    } else if !systemd_run {
-        Err("systemd-run is not installed")
-    } else if rustix::process::geteuid().is_root() {
-        Ok(())
+    let manager = if rustix::process::geteuid().is_root() {
+        (systemd_is_pid1() && std::path::Path::new("/run/systemd/system").is_dir())
+            .then_some(())
+            .ok_or("systemd as PID 1")
     } else {
         let uid = rustix::process::getuid().as_raw();
         let runtime = std::env::var_os("XDG_RUNTIME_DIR")
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| format!("/run/user/{uid}").into());
-        if runtime.join("systemd/private").exists() || runtime.join("bus").exists() {
-            Ok(())
-        } else {
-            Err("systemd user manager is unreachable")
-        }
+        (runtime.join("systemd/private").exists() || runtime.join("bus").exists())
+            .then_some(())
+            .ok_or("systemd user manager")
+    };
+    manager?;
+    if systemd_run {
+        Ok(())
+    } else {
+        Err("systemd-run is not installed")
     }
 }
 
