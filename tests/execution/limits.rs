@@ -49,7 +49,7 @@ async fn a_process_flood_stops_at_the_process_cap() {
             ..ResourceLimits::default()
         },
     );
-    let n = bounded_flood(&r).await;
+    let n = bounded_flood(&r, writable()).await;
     assert!(
         (100..=301).contains(&n),
         "{n} processes forked under a cap of 128 (pid_max 301)"

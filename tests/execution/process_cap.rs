@@ -157,7 +157,7 @@ async fn the_older_kernel_path_caps_a_flood_beside_400_idle_processes_of_the_sam
         (ToolStatus::Ok, "ok\n"),
         "{res:?}"
     );
-    let n = bounded_flood(&r).await;
+    let n = bounded_flood(&r, writable()).await;
     assert!(
         (CAP - 10..CAP).contains(&n),
         "{n} processes forked under a cap of {CAP} ({})",
@@ -209,6 +209,20 @@ async fn the_cap_is_set_before_the_command_starts_on_the_older_kernel_path() {
             _ => assert_ne!(soft[2], "100", "{res:?}"),
         }
     }
+}
+
+/// The network path launches through the same start, so the older kernels' cap holds there too.
+#[tokio::test]
+async fn the_older_kernel_path_caps_the_network_path_too() {
+    require_slirp();
+    let (_d, ws) = workspace();
+    let r = capped(&ws, true);
+    let n = bounded_flood(&r, networked()).await;
+    assert!(
+        (CAP - 10..CAP).contains(&n),
+        "{n} processes forked on the network path under a cap of {CAP} ({})",
+        r.process_cap().unwrap().unwrap().describe()
+    );
 }
 
 /// `spear doctor` names the mechanism this host uses, on the native path and on the older

@@ -191,11 +191,11 @@ pub fn assert_failed_saying(res: &ToolResult, needle: &str) {
     );
 }
 
-/// Fork up to 1000 sleeping children in the sandbox (bounded, so a broken cap cannot hurt the
-/// host) and return how many forks succeeded.
-pub async fn bounded_flood(r: &CommandRunner) -> u64 {
+/// Fork up to 1000 sleeping children in a sandbox of `profile` (bounded, so a broken cap cannot
+/// hurt the host) and return how many forks succeeded.
+pub async fn bounded_flood(r: &CommandRunner, profile: ExecutionProfile) -> u64 {
     let cmd = r#"perl -e 'my $n = 0; for (1..1000) { my $p = fork; last unless defined $p; if (!$p) { sleep 30; exit } $n++ } print "forked=$n\n"'"#;
-    let res = run_t(r, writable(), cmd, Some(Duration::from_secs(20))).await;
+    let res = run_t(r, profile, cmd, Some(Duration::from_secs(20))).await;
     assert_eq!(
         res.status,
         spear::harness::primitives::ToolStatus::Ok,
