@@ -30,7 +30,7 @@ pub const SLASH: [(&str, &[&str], &str); 11] = [
     (
         "/standard",
         &["off"],
-        "/standard NAME engages a standard, off ends it, alone lists the library",
+        "ends the engaged standard; /standard NAME engages one, /standard alone lists the library",
     ),
     (
         "/theme",

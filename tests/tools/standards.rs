@@ -82,9 +82,13 @@ impl Lib {
 #[test]
 fn markdown_round_trip_add_search_read_readd_remove() {
     let lib = Lib::new();
+    let missing = lib.library.load("fire-code").unwrap_err().to_string();
+    assert!(missing.contains("(the library is empty)"), "{missing}");
     let file = lib.fx.base.join("fire-code.md");
     std::fs::write(&file, FIRE_CODE_MD).unwrap();
     let (outcome, meta) = lib.library.add_file(&file, None).unwrap();
+    let missing = lib.library.load("door-code").unwrap_err().to_string();
+    assert!(missing.contains("(it has: fire-code)"), "{missing}");
     assert_eq!(
         (outcome, meta.name.as_str()),
         (AddOutcome::Added, "fire-code")

@@ -19,7 +19,7 @@ pub enum StandardError {
     )]
     BadName(String),
     #[error(
-        "no standard named `{name}` in the library (it has: {known}); `spear standard add FILE` adds one"
+        "no standard named `{name}` in the library ({known}); `spear standard add FILE` adds one"
     )]
     NotFound { name: String, known: String },
     #[error("{origin} is refused: {reason}")]

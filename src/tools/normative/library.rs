@@ -295,7 +295,10 @@ impl StandardsLibrary {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StandardError::NotFound {
                     name: name.to_string(),
-                    known: self.names().unwrap_or_default().join(", "),
+                    known: match self.names().unwrap_or_default() {
+                        names if names.is_empty() => "the library is empty".to_string(),
+                        names => format!("it has: {}", names.join(", ")),
+                    },
                 });
             }
             Err(e) => return Err(io("stat", &path)(e)),
