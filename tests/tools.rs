@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
 
+#[path = "support/audit_log.rs"]
+mod audit_log;
+
 #[path = "support/alone.rs"]
 mod alone;
 #[path = "support/approver.rs"]

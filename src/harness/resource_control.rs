@@ -311,11 +311,6 @@ impl SystemdScopeRunner {
         Ok(())
     }
 
-    /// Whether scopes go to the system manager (root) or the user's.
-    pub fn is_system_scope(&self) -> bool {
-        self.system_scope
-    }
-
     /// A unit name no other scope has: pid, a sequence number and the time.
     pub fn unit_name(&self) -> String {
         let seq = UNIT_SEQ.fetch_add(1, Ordering::Relaxed);

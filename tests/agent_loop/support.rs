@@ -256,12 +256,7 @@ impl Fixture {
     }
 
     pub fn audit(&self) -> Vec<AuditRecord> {
-        let log = spear::harness::audit::AuditPaths::new(&self.state, &self.project).log;
-        std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
+        crate::audit_log::records(&self.state, &self.project)
     }
 }
 

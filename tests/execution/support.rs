@@ -284,3 +284,38 @@ impl Gate {
         }
     }
 }
+
+/// Every process whose command line carries `marker` is gone. The namespace is gone when
+/// `run` returns; /proc may take a moment to agree, so that is polled with a deadline.
+pub async fn assert_none_survive(marker: &str) {
+    for _ in 0..20 {
+        if processes_with(marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "processes survived the sandbox: {:?}",
+        processes_with(marker)
+    );
+}
+
+/// A fork bomb marked with `marker` runs under `r`, is refused forks by the process cap (the
+/// positive control: it ran and hit the cap), times out, and leaves nothing behind.
+pub async fn assert_fork_bomb_stopped(r: &CommandRunner, marker: &str) {
+    let cmd = format!("# {marker}\nb() {{ b | b & }}; b; sleep 10");
+    let res = run_t(r, writable(), &cmd, Some(Duration::from_secs(3))).await;
+    assert_eq!(
+        res.status,
+        spear::harness::primitives::ToolStatus::Timeout,
+        "{res:?}"
+    );
+    assert!(
+        res.reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("too many processes"),
+        "{res:?}"
+    );
+    assert_none_survive(marker).await;
+}

@@ -12,7 +12,7 @@ pub use cancel::CancelToken;
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
 pub use pidns::{
     NamespaceConfigError, NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least,
-    kernel_release, pid_max_is_namespaced,
+    pid_max_is_namespaced,
 };
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
