@@ -2,6 +2,7 @@
 //! recorded. The library holds the layers; `main.rs` only wires them to a command line.
 
 pub mod agent;
+pub mod config;
 pub mod harness;
 pub mod tools;
 pub mod tui;

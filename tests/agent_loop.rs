@@ -19,6 +19,8 @@ mod refusals;
 mod run_cli;
 #[path = "support/mod.rs"]
 mod server;
+#[path = "agent_loop/session_actor.rs"]
+mod session_actor;
 #[path = "agent_loop/sessions.rs"]
 mod sessions;
 #[path = "agent_loop/standards.rs"]

@@ -102,3 +102,26 @@ fn harness_modules_import_their_siblings_without_cycles() {
         cycles.join("\n")
     );
 }
+
+/// Every environment variable `src/` reads by name is in `spear::config::env::VARIABLES`, the
+/// one documented list (issue 18: every variable Spear reads, in one place).
+#[test]
+fn every_environment_variable_read_is_listed_in_config() {
+    let listed: Vec<&str> = spear::config::env::VARIABLES.iter().map(|v| v.name).collect();
+    let read = regex::Regex::new(r#"\b(?:var|var_os|get)\("([A-Z][A-Z0-9_]+)"\)"#).unwrap();
+    let mut seen = 0;
+    let mut missing = Vec::new();
+    for (path, text) in sources().iter() {
+        for (n, line) in text.lines().enumerate() {
+            for c in read.captures_iter(line) {
+                seen += 1;
+                if !listed.contains(&&c[1]) {
+                    missing.push(format!("{}:{}: {}", path.display(), n + 1, &c[1]));
+                }
+            }
+        }
+    }
+    // Positive control: the reads the settings are made of were found.
+    assert!(seen >= 15, "only {seen} reads found: the pattern no longer matches the code");
+    assert!(missing.is_empty(), "not in config::env::VARIABLES:\n{}", missing.join("\n"));
+}

@@ -7,10 +7,18 @@
 
 #[path = "tui/app_events.rs"]
 mod app_events;
+#[path = "support/audit_log.rs"]
+mod audit_log;
 #[path = "tui/audit_pane.rs"]
 mod audit_pane;
 #[path = "tui/dialogs.rs"]
 mod dialogs;
+// The scripted model and the fixture the loop tests use; the screen uses a part of them.
+#[allow(dead_code)]
+#[path = "agent_loop/support.rs"]
+mod loop_support;
+#[path = "tui/screen_loop.rs"]
+mod screen_loop;
 #[path = "support/mod.rs"]
 mod server;
 #[path = "tui/support.rs"]

@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::agent::calls::EventTap;
 use crate::agent::event::{AgentEvent, EventSink, StopReason};
 use crate::agent::model::{
     ChatMessage, ChatModel, ChatRequest, ModelResponse, StreamDelta, ToolDefinition,
@@ -22,7 +21,11 @@ use crate::tools::normative::EngagedStandard;
 use crate::tools::router::ToolRouter;
 use crate::tools::turn::Turn;
 
+mod calls;
 mod passes;
+
+pub use calls::parse_arguments;
+pub(crate) use calls::EventTap;
 
 /// What the loop is bounded by.
 #[derive(Debug, Clone)]
@@ -283,6 +286,7 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             Some(standard) => self.passes(&mut run, objective, &standard).await,
         };
         self.pass_note = None;
+        task.end();
         self.emit(
             &events,
             AgentEvent::Done {
@@ -299,7 +303,9 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
     /// down for the pass.
     async fn pass(&mut self, run: &mut Run<'_>) -> TaskOutcome {
         let task = run.task;
-        let mut turn = Turn::new(task.mode(), self.view.clone(), task.approver());
+        let switches = task.switches();
+        let mut turn = Turn::new(switches.mode, self.view.clone(), task.approver());
+        turn.network = switches.network;
         turn.cancel = task.cancel_token();
         turn.output_tap = Some(Arc::new(EventTap(task.events().clone())));
         run.turn = Some(turn);

@@ -58,12 +58,24 @@ struct Pending {
 }
 
 struct Shared {
-    mode: ExecutionMode,
+    /// What the running request's next call may do; only ever narrowed while it runs.
+    switches: Mutex<Switches>,
     cancel: CancelToken,
+    /// Set just before the request's last event (`done`): what follows is only its return.
+    ended: std::sync::atomic::AtomicBool,
     events: EventSink,
     /// The call the router is working on (approvals are asked on its behalf).
     current_call: Mutex<Option<String>>,
     pending: Mutex<Option<Pending>>,
+}
+
+/// What a request's calls may do: the mode, and the network switch (`None`: as the session's
+/// command policy was built). Read by the loop before every call, so a narrowing applies from the
+/// next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switches {
+    pub mode: ExecutionMode,
+    pub network: Option<bool>,
 }
 
 /// A request's control. Cheap to clone: the TUI, a signal handler and the loop share one.
@@ -77,11 +89,24 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl TaskController {
+    /// A task in `mode` with the network as the session's policy says (`network: None`).
     pub fn new(mode: ExecutionMode, events: EventSink) -> Self {
+        Self::with_switches(
+            Switches {
+                mode,
+                network: None,
+            },
+            events,
+        )
+    }
+
+    /// A task that starts with `switches`.
+    pub fn with_switches(switches: Switches, events: EventSink) -> Self {
         TaskController {
             shared: Arc::new(Shared {
-                mode,
+                switches: Mutex::new(switches),
                 cancel: CancelToken::new(),
+                ended: std::sync::atomic::AtomicBool::new(false),
                 events,
                 current_call: Mutex::new(None),
                 pending: Mutex::new(None),
@@ -89,8 +114,37 @@ impl TaskController {
         }
     }
 
+    /// The mode the next call runs in.
     pub fn mode(&self) -> ExecutionMode {
-        self.shared.mode
+        lock(&self.shared.switches).mode
+    }
+
+    /// What the next call may do.
+    pub fn switches(&self) -> Switches {
+        *lock(&self.shared.switches)
+    }
+
+    /// Narrow what the running request's later calls may do: a stricter mode, or the network
+    /// off. A wider setting is refused (`false`): it waits for the next request, so a turn the
+    /// person started under one promise never gains rights halfway. A call already running,
+    /// and an approval already pending, keep what they were asked under.
+    pub fn narrow(&self, to: Switches) -> bool {
+        let mut s = lock(&self.shared.switches);
+        let mode_ok = to.mode.strictness() >= s.mode.strictness();
+        let network_ok = match (s.network, to.network) {
+            (_, None) => true,
+            (Some(false), Some(true)) => false,
+            (None, Some(true)) => false,
+            _ => true,
+        };
+        if !(mode_ok && network_ok) {
+            return false;
+        }
+        s.mode = to.mode;
+        if to.network.is_some() {
+            s.network = to.network;
+        }
+        true
     }
 
     pub fn events(&self) -> &EventSink {
@@ -181,6 +235,19 @@ impl TaskController {
                 "the task was cancelled while waiting for an answer".into(),
             ));
         }
+    }
+
+    /// The request is about to send its last event: a front end that heard `done` may send
+    /// its next op, and the session waits the moment it takes the request to return.
+    pub fn end(&self) {
+        self.shared
+            .ended
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether [`TaskController::end`] was called.
+    pub fn has_ended(&self) -> bool {
+        self.shared.ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn is_cancelled(&self) -> bool {

@@ -137,7 +137,7 @@ enum Style {
 
 impl Style {
     fn detect(json: bool) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let no_color = spear::config::Env::Process.no_color();
         match (json, std::io::stdout().is_terminal() && !no_color) {
             (true, _) => Style::Json,
             (false, true) => Style::Colour,

@@ -1,30 +1,17 @@
-//! What the subcommands that run tools share: asking on the terminal, the audit log that must
-//! live outside the workspace, the sandbox runner, and DESIGN.md's exit codes.
+//! What the subcommands that run tools share: the config's harness part, asking on the
+//! terminal, and DESIGN.md's exit codes.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use spear::harness::audit::display::escape_controls;
-use spear::harness::audit::{AuditLogger, default_state_home};
 use spear::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
 use spear::harness::primitives::ToolStatus;
 
-/// How many directory entries the protected-path scan may look at before the sandbox starts.
-pub const PROTECTED_SCAN_BUDGET: usize = 50_000;
-
-/// The audit log for this workspace. It must lie outside the workspace: a sandboxed command
-/// gets the workspace and could otherwise rewrite its own record. No log, no run.
-pub fn open_audit(root: &std::path::Path) -> anyhow::Result<AuditLogger> {
-    let state = default_state_home().context("cannot find a state directory for the audit log")?;
-    let state_real = state.canonicalize().unwrap_or_else(|_| state.clone());
-    anyhow::ensure!(
-        !state_real.starts_with(root),
-        "the state directory {} is inside the workspace, where a sandboxed command could edit \
-         the audit log; point XDG_STATE_HOME elsewhere",
-        state.display()
-    );
-    AuditLogger::open_in(&state, root).context("cannot open the audit log; nothing was run")
+/// The harness's part of the configuration file, for subcommands that run no model.
+pub fn harness_settings() -> anyhow::Result<spear::config::HarnessSettings> {
+    let path = spear::config::default_path()?;
+    Ok(spear::config::load_harness(&path)?)
 }
 
 /// DESIGN.md's exit codes: the command's own when it ran, 124 timeout, 126 refused or

@@ -73,11 +73,11 @@ fn check(
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let dir = tempfile_dir()?;
-    let harness = super::wiring::harness_settings()
+    let harness = super::common::harness_settings()
         .context("spear doctor checks the sandbox with the configuration file's limits")?;
     // As text: the sandbox's message already ends with its io cause, which `{:#}` would
     // print a second time from the source chain.
-    let runner = CommandRunner::new(super::wiring::runner_config(&dir, &harness))
+    let runner = CommandRunner::new(spear::agent::builder::runner_config(&dir, &harness))
         .map_err(|e| anyhow::anyhow!("cannot set up a sandbox for the checks: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

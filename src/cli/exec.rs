@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use spear::agent::builder;
+use spear::harness::audit::default_state_home;
 use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
 use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
@@ -41,7 +43,9 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let workspace =
         Workspace::new(&cwd).context("cannot use the current directory as the workspace")?;
     let root = workspace.project_root().to_path_buf();
-    let audit = super::common::open_audit(&root)?;
+    let state = default_state_home()
+        .context("cannot find a state directory for the audit log")?;
+    let audit = builder::open_audit(&state, &root)?;
     let command = join_command(&args.command);
     let policy = CommandPolicy::new(PolicyConfig {
         network_enabled: args.network,
@@ -74,12 +78,12 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
                     event.decision = Decision::Approved;
                 }
                 let mut config =
-                    super::wiring::runner_config(&root, &super::wiring::harness_settings()?);
+                    builder::runner_config(&root, &super::common::harness_settings()?);
                 // Only a writable run binds anything inside the workspace read-only; a
                 // read-only one need not walk the tree for protected directories.
                 if profile.workspace_write {
                     config.protected_paths =
-                        targets.protected_dirs(&root, super::common::PROTECTED_SCAN_BUDGET);
+                        targets.protected_dirs(&root, builder::PROTECTED_SCAN_BUDGET);
                 }
                 if let Some(t) = args.timeout {
                     anyhow::ensure!(

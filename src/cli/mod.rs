@@ -13,9 +13,8 @@ pub mod standard;
 mod standard_fetch;
 pub mod tool;
 mod tui;
-mod wiring;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -24,11 +23,7 @@ use anyhow::Context;
 /// directory.
 pub fn default_workspace() -> anyhow::Result<PathBuf> {
     let cwd = std::env::current_dir().context("current directory")?;
-    Ok(cwd
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .map(Path::to_path_buf)
-        .unwrap_or(cwd))
+    Ok(spear::agent::builder::default_workspace(&cwd))
 }
 
 /// `spear` with no subcommand: the full-screen session on the workspace.

@@ -14,14 +14,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use spear::agent::config::{self, Env, Flags, Settings};
-use spear::agent::event::{AgentEvent, EventSink, StopReason};
-use spear::agent::model::ChatModel;
-use spear::agent::runtime::{AgentRuntime, RuntimeOptions, TaskOutcome};
-use spear::agent::session::SessionStore;
-use spear::agent::task::TaskController;
+use spear::config::{self, Env, Flags};
+use spear::agent::builder::{Place, SessionBuilder};
+use spear::agent::event::{AgentEvent, StopReason};
+use spear::agent::runtime::{RuntimeOptions, TaskOutcome};
+use spear::agent::session::{
+    ModelInfo, SessionEvent, SessionHandle, SessionOp, SessionStore, SessionStreams,
+};
 use spear::harness::primitives::ExecutionMode;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::run_output::Printer;
 
@@ -65,13 +65,23 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
     let path = config::default_path()?;
     let settings = config::load(&path, &Env::Process, &flags)?;
     let model = super::run_model::build(&settings)?;
-    let place = super::wiring::place(workspace)?;
+    let place = Place::find(workspace)?;
     let cwd = place.cwd.clone();
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {
         super::standard::check_engageable(&place.state, name)?;
         engaged.set(Some(name.clone()));
     }
+    let info = ModelInfo {
+        provider: settings.provider.name.clone(),
+        model: settings.provider.model.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    // The audit records carry the session id, so the session is opened (or reopened) first.
     let store = SessionStore::open_in(&place.state, &place.root)?;
     let (writer, history) = match &args.resume {
         Some(id) => {
@@ -88,42 +98,31 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
         ),
     };
     let session = writer.id().to_string();
-    let router = super::wiring::coding_router(
-        place,
-        &super::wiring::RouterOptions {
-            session: session.clone(),
-            network: settings.network,
-            refusal_repeats: Some(settings.refusal_repeats),
-            harness: settings.harness.clone(),
-            previews: None,
-            engaged: engaged.clone(),
-        },
-    )?;
-    let runtime = AgentRuntime::new(
-        Arc::new(model),
-        Arc::new(router),
-        RuntimeOptions {
-            max_tool_calls: settings.max_tool_calls,
-            response_max_tokens: settings.response_max_tokens,
-            context_window: settings.provider.context_window,
-            cwd,
-        },
-    )
-    .with_session(writer)
-    .with_conversation(history)
-    .with_standards(engaged);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let (outcome, interrupted) = rt.block_on(drive(runtime, &objective, &settings, args.json));
+    let mut actor = SessionBuilder::new(place, settings.harness.clone(), session.clone())
+        .network(settings.network)
+        .engaged(engaged)
+        .session(
+            Some((Arc::new(model), info)),
+            Box::new(|name: &str| Err(format!("`{name}`: spear run keeps one model per run"))),
+            RuntimeOptions {
+                max_tool_calls: settings.max_tool_calls,
+                response_max_tokens: settings.response_max_tokens,
+                context_window: settings.provider.context_window,
+                cwd,
+            },
+            settings.mode,
+        )?;
+    actor.continue_in(writer, history);
+    let (outcome, interrupted) = rt.block_on(async {
+        let (handle, streams, _join) = actor.spawn();
+        drive(&handle, streams, objective, args.json).await
+    });
     // A question left on the terminal must not hold the exit.
     rt.shutdown_background();
     eprintln!("spear: session {session} (continue it with `spear run --resume {session} …`)");
-    Ok(match outcome.reason {
-        StopReason::Finished => ExitCode::SUCCESS,
-        StopReason::Cancelled if interrupted => ExitCode::from(130),
+    Ok(match outcome.map(|o| o.reason) {
+        Some(StopReason::Finished) => ExitCode::SUCCESS,
+        Some(StopReason::Cancelled) if interrupted => ExitCode::from(130),
         _ => ExitCode::from(1),
     })
 }
@@ -146,77 +145,81 @@ fn objective(given: &str) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// Run the request while showing its events; returns the outcome and whether SIGINT ended it.
-async fn drive<M: ChatModel + 'static>(
-    mut runtime: AgentRuntime<M>,
-    objective: &str,
-    settings: &Settings,
+/// Submit the objective to the session and show its events until the turn ends; returns the
+/// outcome and whether SIGINT ended it.
+async fn drive(
+    session: &SessionHandle,
+    mut streams: SessionStreams,
+    objective: String,
     json: bool,
-) -> (TaskOutcome, bool) {
-    let (sink, rx) = EventSink::channel();
-    let task = TaskController::new(settings.mode, sink);
-    let (outcome, interrupted) = tokio::join!(
-        runtime.run_task(objective, &task),
-        consume(rx, &task, Printer::new(json))
-    );
-    if let Some(p) = runtime.system_prompt() {
-        for note in &p.notes {
-            eprintln!("spear: note: {note}");
-        }
-    }
-    (outcome, interrupted)
-}
-
-/// Print events until `done`, answer approvals, and turn SIGINT into a cancel. Returns whether
-/// the task was interrupted.
-async fn consume(
-    mut rx: UnboundedReceiver<AgentEvent>,
-    task: &TaskController,
-    mut printer: Printer,
-) -> bool {
+) -> (Option<TaskOutcome>, bool) {
+    session.send(SessionOp::Submit(objective));
+    let mut printer = Printer::new(json);
     let mut interrupted = false;
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    let mut agent_done = false;
     loop {
-        let event = tokio::select! {
-            e = rx.recv() => e,
+        tokio::select! {
+            e = streams.agent.recv(), if !agent_done => match e {
+                Some(event) => {
+                    printer.event(&event);
+                    if let AgentEvent::ApprovalRequested { .. } = &event {
+                        ask(session, &event);
+                    }
+                }
+                None => agent_done = true,
+            },
+            s = streams.session.recv() => match s {
+                Some(SessionEvent::TurnEnded { outcome, notes }) => {
+                    // Whatever the turn said before it ended is printed first.
+                    while let Ok(event) = streams.agent.try_recv() {
+                        printer.event(&event);
+                    }
+                    for note in &notes {
+                        eprintln!("spear: note: {note}");
+                    }
+                    session.send(SessionOp::Quit);
+                    return (outcome, interrupted);
+                }
+                Some(SessionEvent::Refused { op, reason }) => {
+                    eprintln!("spear: {}: {reason}", op.as_str());
+                }
+                Some(SessionEvent::Failed(why)) => eprintln!("spear: {why}"),
+                Some(_) => {}
+                None => return (None, interrupted),
+            },
             r = tokio::signal::ctrl_c(), if !interrupted => {
                 if r.is_ok() {
                     interrupted = true;
-                    task.cancel();
+                    session.send(SessionOp::Cancel);
                 }
-                continue;
             }
-            _ = ticker.tick(), if printer.spinning() => {
-                printer.tick();
-                continue;
-            }
-        };
-        let Some(event) = event else { break };
-        printer.event(&event);
-        match &event {
-            AgentEvent::ApprovalRequested {
-                call_id,
-                mode,
-                command,
-                class,
-                asking_for,
-                reasons,
-                ..
-            } => {
-                let headline = format!("spear ({mode} mode) wants to run: {command}");
-                let detail = format!("class {class}; needs {}", asking_for.join(", "));
-                let reasons = reasons.clone();
-                let (task, call_id) = (task.clone(), call_id.clone());
-                // Asked on a blocking thread so SIGINT is still heard meanwhile; a cancel
-                // answers first, and this later answer then finds nothing pending.
-                tokio::task::spawn_blocking(move || {
-                    let d = super::common::ask_on_tty(&headline, &detail, &reasons);
-                    let _ = task.answer(&call_id, d);
-                });
-            }
-            AgentEvent::Done { .. } => break,
-            _ => {}
+            _ = ticker.tick(), if printer.spinning() => printer.tick(),
         }
     }
-    interrupted
+}
+
+/// Ask the approval on the terminal, on a blocking thread so SIGINT is still heard meanwhile; a
+/// cancel answers first, and this later answer is then refused as no longer pending.
+fn ask(session: &SessionHandle, event: &AgentEvent) {
+    let AgentEvent::ApprovalRequested {
+        call_id,
+        mode,
+        command,
+        class,
+        asking_for,
+        reasons,
+        ..
+    } = event
+    else {
+        return;
+    };
+    let headline = format!("spear ({mode} mode) wants to run: {command}");
+    let detail = format!("class {class}; needs {}", asking_for.join(", "));
+    let reasons = reasons.clone();
+    let (session, call_id) = (session.clone(), call_id.clone());
+    tokio::task::spawn_blocking(move || {
+        let decision = super::common::ask_on_tty(&headline, &detail, &reasons);
+        session.send(SessionOp::Answer { call_id, decision });
+    });
 }

@@ -1,7 +1,7 @@
 //! The model `spear run` talks to: the streaming client built from the resolved settings.
 
 use anyhow::Context;
-use spear::agent::config::Settings;
+use spear::config::Settings;
 use spear::agent::provider::{OpenAiCompatible, ProviderSettings};
 
 pub fn build(settings: &Settings) -> anyhow::Result<OpenAiCompatible> {

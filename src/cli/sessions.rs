@@ -16,7 +16,7 @@ pub struct SessionsArgs {
 }
 
 pub fn run(args: SessionsArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode> {
-    let place = super::wiring::place(workspace)?;
+    let place = spear::agent::builder::Place::find(workspace)?;
     let store = SessionStore::open_in(&place.state, &place.root)?;
     let sessions = store.list()?;
     if args.json {

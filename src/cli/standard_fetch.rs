@@ -20,7 +20,7 @@ pub fn add_url(
     name: Option<&str>,
     allow_private: bool,
 ) -> anyhow::Result<(AddOutcome, StandardMeta)> {
-    let web = super::wiring::harness_settings()?.web;
+    let web = super::common::harness_settings()?.web;
     let mut policy = web.addresses.clone();
     policy.allow_private |= allow_private;
     let mut limits = web.limits.clone();

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use spear::agent::builder::{Place, SessionBuilder};
 use spear::harness::audit::display::escape_controls;
 use spear::harness::command_policy::Approver;
 use spear::harness::primitives::ExecutionMode;
@@ -47,7 +48,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         Some(text) => serde_json::from_str(text).context("JSON_ARGS is not valid JSON")?,
         None => serde_json::json!({}),
     };
-    let place = super::wiring::place(workspace)?;
+    let place = Place::find(workspace)?;
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {
         super::standard::check_engageable(&place.state, name)?;
@@ -57,17 +58,14 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         standard_engaged: args.standard.is_some(),
         ..ExposureSettings::default()
     };
-    let router = super::wiring::coding_router(
+    let router = SessionBuilder::new(
         place,
-        &super::wiring::RouterOptions {
-            session: format!("tool-{}", std::process::id()),
-            network: args.network,
-            refusal_repeats: None,
-            harness: super::wiring::harness_settings()?,
-            previews: None,
-            engaged,
-        },
-    )?;
+        super::common::harness_settings()?,
+        format!("tool-{}", std::process::id()),
+    )
+    .network(args.network)
+    .engaged(engaged)
+    .router()?;
     let view = ToolExposurePolicy::view(router.registry(), &settings);
     let approver: Arc<dyn Approver + Send + Sync> = Arc::new(super::common::TtyApprover);
     let mut turn = Turn::new(args.mode.unwrap_or(ExecutionMode::Ask), view, approver);

@@ -9,21 +9,20 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use spear::agent::config::{self, ConfigError, Env, Flags, Settings};
+use spear::config::{self, ConfigError, Env, Flags, Settings};
 use spear::agent::provider::OpenAiCompatible;
+use spear::agent::builder::{self, Place, SessionBuilder};
 use spear::agent::runtime::RuntimeOptions;
-use spear::agent::session::SessionStore;
+use spear::agent::session::ModelInfo;
 use spear::harness::audit::AuditPaths;
 use spear::harness::primitives::ExecutionMode;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::sandbox::PreflightFailure;
 use spear::tui::app::AppInit;
-use spear::tui::driver::{DriverParts, ModelInfo};
+use spear::tui::preview::PreviewObserver;
 use spear::tui::theme::Theme;
 use spear::tui::widgets::status_bar::{SandboxHealth, StatusInfo};
 use spear::tui::{Launch, SessionStart};
-
-use super::wiring::{self, RouterOptions};
 
 /// What the command line asked for.
 pub struct TuiArgs {
@@ -63,9 +62,9 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let network = settings.as_ref().is_some_and(|s| s.network);
     let harness = match &settings {
         Some(s) => s.harness.clone(),
-        None => wiring::harness_settings()?,
+        None => super::common::harness_settings()?,
     };
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let no_color = spear::config::Env::Process.no_color();
     let theme_name = settings.as_ref().map_or("dark", |s| s.theme.as_str());
     let mut warnings = Vec::new();
     let theme = match Theme::load(theme_name, no_color) {
@@ -78,36 +77,22 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             Theme::load("dark", no_color)?
         }
     };
-    let place = wiring::place(args.workspace.clone())?;
+    let place = Place::find(args.workspace.clone())?;
     let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
-    let store = SessionStore::open_in(&state, &root)?;
     let channel = tokio::sync::mpsc::unbounded_channel();
     let audit_session = format!("tui-{}", spear::agent::session::now_rfc3339());
-    let refusal_repeats = settings.as_ref().map(|s| s.refusal_repeats);
-    let previews = channel.0.clone();
-    let health_config = wiring::runner_config(&root, &harness);
+    let health_config = builder::runner_config(&root, &harness);
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {
         super::standard::check_engageable(&state, name)?;
         engaged.set(Some(name.clone()));
     }
-    let shared = engaged.clone();
-    let options = move |network: bool| RouterOptions {
-        session: audit_session.clone(),
-        network,
-        refusal_repeats,
-        harness: harness.clone(),
-        previews: Some(previews.clone()),
-        engaged: shared.clone(),
-    };
-    let router = Arc::new(wiring::coding_router(place, &options(network))?);
-    let workspace = args.workspace.clone();
-    let rebuild = Box::new(move |network: bool| {
-        wiring::place(workspace.clone())
-            .and_then(|p| wiring::coding_router(p, &options(network)))
-            .map(Arc::new)
-            .map_err(|e| format!("{e:#}"))
-    });
+    // The screen's diff previews see write_file/patch calls before the write.
+    let previews = channel.0.clone();
+    let build = SessionBuilder::new(place, harness, audit_session)
+        .network(network)
+        .engaged(engaged)
+        .observer(move |host| Arc::new(PreviewObserver::new(host.clone(), previews.clone())));
     let info = settings.as_ref().map(|s: &Settings| ModelInfo {
         provider: s.provider.name.clone(),
         model: s.provider.model.clone(),
@@ -137,26 +122,19 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             Ok((Arc::new(m), info))
         })
     };
-    let launch = Launch {
-        parts: DriverParts {
-            model,
-            router,
-            rebuild,
-            remodel,
-            options: RuntimeOptions {
-                max_tool_calls: settings.as_ref().map_or(50, |s| s.max_tool_calls),
-                response_max_tokens: settings.as_ref().map_or(16384, |s| s.response_max_tokens),
-                context_window: settings.as_ref().and_then(|s| s.provider.context_window),
-                cwd: cwd.clone(),
-            },
-            store,
-            mode,
-            standards: spear::tui::driver::Standards {
-                library: Arc::new(spear::tools::normative::StandardsLibrary::open_in(&state)?),
-                engaged: engaged.clone(),
-            },
-            audit_paths: AuditPaths::new(&state, &root),
+    let session = build.session(
+        model,
+        remodel,
+        RuntimeOptions {
+            max_tool_calls: settings.as_ref().map_or(50, |s| s.max_tool_calls),
+            response_max_tokens: settings.as_ref().map_or(16384, |s| s.response_max_tokens),
+            context_window: settings.as_ref().and_then(|s| s.provider.context_window),
+            cwd: cwd.clone(),
         },
+        mode,
+    )?;
+    let launch = Launch {
+        session,
         init: AppInit {
             status: StatusInfo {
                 mode,
@@ -176,6 +154,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         start,
         sandbox: Some(Box::pin(sandbox_health(health_config, network))),
         log_dir: state.join("spear"),
+        audit_paths: AuditPaths::new(&state, &root),
         channel,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -31,6 +31,16 @@ impl ExecutionMode {
             ExecutionMode::Auto => "AUTO",
         }
     }
+
+    /// How little the mode lets run without a person: SAFE is the strictest. A change toward a
+    /// stricter mode narrows what calls may do; one toward a laxer mode widens it.
+    pub fn strictness(self) -> u8 {
+        match self {
+            ExecutionMode::Auto => 0,
+            ExecutionMode::Ask => 1,
+            ExecutionMode::Safe => 2,
+        }
+    }
 }
 
 impl fmt::Display for ExecutionMode {

@@ -147,13 +147,21 @@ impl SpearHost {
         self.command_policy.classify(command)
     }
 
+    /// Authorize under `mode`, with the network as `network` says (`None`: the session's
+    /// setting the command policy was built with).
     pub fn authorize(
         &self,
         mode: ExecutionMode,
+        network: Option<bool>,
         assessment: &CommandAssessment,
         approver: &dyn Approver,
     ) -> AuthorizationResult {
-        self.command_policy.authorize(mode, assessment, approver)
+        match network {
+            None => self.command_policy.authorize(mode, assessment, approver),
+            Some(on) => self
+                .command_policy
+                .authorize_with_network(mode, on, assessment, approver),
+        }
     }
 
     pub fn open_read(&self, p: &WorkspacePath) -> Result<File, FsError> {

@@ -26,7 +26,7 @@ use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
 use crate::tools::registry::{RegisteredTool, ToolRegistry};
 use crate::tools::result_store::PREVIEW_CHARS;
 use crate::tools::schema;
-use crate::tools::turn::{RefusalKey, Turn, normalize_target, refusal_repeats_from_env};
+use crate::tools::turn::{DEFAULT_REFUSAL_REPEATS, RefusalKey, Turn, normalize_target};
 
 /// One call as the model (or a person) makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,13 +78,13 @@ impl Approver for RecordingApprover<'_> {
 
 impl ToolRouter {
     /// A router over `registry` whose tools reach the harness through `host`. The refusal limit
-    /// comes from `SPEAR_REFUSAL_REPEATS` (default 5).
+    /// is the default (5) until `with_refusal_limit` sets the configured one.
     pub fn new(registry: ToolRegistry, host: Arc<SpearHost>) -> Self {
         ToolRouter {
             registry,
             host,
             observers: Vec::new(),
-            refusal_limit: refusal_repeats_from_env(),
+            refusal_limit: DEFAULT_REFUSAL_REPEATS,
         }
     }
 
@@ -302,7 +302,7 @@ impl ToolRouter {
             inner: turn.approver.as_ref(),
             answer: RefCell::new(None),
         };
-        match self.host.authorize(turn.mode, a, &recording) {
+        match self.host.authorize(turn.mode, turn.network, a, &recording) {
             AuthorizationResult::Granted { profile, asked, .. } => {
                 let d = if asked {
                     Decision::Approved

@@ -15,13 +15,8 @@ use crate::tools::exposure::ToolView;
 /// Default number of identical refusals that stop a turn.
 pub const DEFAULT_REFUSAL_REPEATS: u32 = 5;
 
-/// The limit from `SPEAR_REFUSAL_REPEATS`, else the default. Zero or garbage means the default:
-/// a misspelt override must not switch the stop off.
-pub fn refusal_repeats_from_env() -> u32 {
-    refusal_repeats(std::env::var("SPEAR_REFUSAL_REPEATS").ok().as_deref())
-}
-
-/// The limit an override text gives (see [`refusal_repeats_from_env`]).
+/// The limit an override text (`SPEAR_REFUSAL_REPEATS`, read by `config`) gives. Zero or
+/// garbage means the default: a misspelt override must not switch the stop off.
 pub fn refusal_repeats(text: Option<&str>) -> u32 {
     text.and_then(|v| v.trim().parse::<u32>().ok())
         .filter(|n| *n > 0)
@@ -68,6 +63,9 @@ static TURNS: AtomicU64 = AtomicU64::new(1);
 pub struct Turn {
     id: u64,
     pub mode: ExecutionMode,
+    /// The network switch for this turn's next call; `None` leaves the command policy's
+    /// session setting. The agent narrows it between calls (`/network off` during a turn).
+    pub network: Option<bool>,
     pub view: ToolView,
     pub approver: Arc<dyn Approver + Send + Sync>,
     /// Cancelling it stops a running command of this turn (the agent's task owns it).
@@ -88,6 +86,7 @@ impl Turn {
         Turn {
             id: TURNS.fetch_add(1, Ordering::Relaxed),
             mode,
+            network: None,
             view,
             approver,
             cancel: CancelToken::new(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use ratatui_textarea::TextArea;
 
+use crate::agent::session::{AppliesFrom, Change, OpKind, SessionEvent};
 use crate::harness::primitives::ExecutionMode;
 use crate::tui::audit::AuditView;
 use crate::tui::cells::{CellKind, Cells, NoticeKind};
@@ -191,40 +192,9 @@ impl App {
                 self.audit.chain = state;
                 self.dirty = true;
             }
-            Event::Sessions(list) => {
-                self.popup = Some(Popup::Sessions { list, selected: 0 });
-                self.dirty = true;
-            }
-            Event::SessionLoaded(s) => self.load_session(&s),
-            Event::NewSession(id) => {
-                self.cells = Cells::default();
-                self.heights.clear();
-                self.scroll = 0;
-                self.focused_cell = None;
-                self.notice(NoticeKind::Info, format!("new session {id}"));
-            }
+            Event::Session(e) => self.session_event(e),
             Event::Failed(why) => self.notice(NoticeKind::Error, why),
             Event::Note(what) => self.notice(NoticeKind::Info, what),
-            Event::ModelChanged { provider, model } => {
-                self.notice(
-                    NoticeKind::Info,
-                    format!("the next requests go to {model} (provider {provider})"),
-                );
-                self.status.model = Some((provider, model));
-                self.has_model = true;
-            }
-            Event::StandardChanged { name, note } => {
-                self.notice(NoticeKind::Info, note);
-                self.status.standard = name;
-            }
-            Event::Network(on) => {
-                self.status.network = on;
-                let state = if on { "on" } else { "off" };
-                self.notice(
-                    NoticeKind::Info,
-                    format!("network {state} for commands that need it"),
-                );
-            }
             Event::Tick(now) => {
                 self.now = now;
                 if self.status.busy {
@@ -268,20 +238,86 @@ impl App {
         );
     }
 
+    /// The status bar shows the mode at once; the session says from when it applies.
     pub(crate) fn set_mode(&mut self, mode: ExecutionMode, fx: &mut Vec<Effect>) {
         self.status.mode = mode;
         fx.push(Effect::Mode(mode));
-        let note = match mode {
-            ExecutionMode::Auto => {
-                "AUTO mode: commands and writes run without asking (DANGEROUS is still refused)"
+    }
+
+    /// The status bar shows the switch at once; the session says from when it applies.
+    pub(crate) fn set_network(&mut self, on: bool, fx: &mut Vec<Effect>) {
+        self.status.network = on;
+        fx.push(Effect::Network(on));
+    }
+
+    fn session_event(&mut self, e: SessionEvent) {
+        match e {
+            SessionEvent::Applied { change, from } => {
+                let line = match change {
+                    Change::Mode(m) => {
+                        self.status.mode = m;
+                        let note = match m {
+                            ExecutionMode::Auto => {
+                                "AUTO mode: commands and writes run without asking \
+                                 (DANGEROUS is still refused)"
+                            }
+                            ExecutionMode::Ask => {
+                                "ASK mode: writes, complex shell and network are asked first"
+                            }
+                            ExecutionMode::Safe => "SAFE mode: read-only; every write is refused",
+                        };
+                        let when = match from {
+                            AppliesFrom::NextCall => "applies from the running turn's next call",
+                            AppliesFrom::NextTurn => "applies from the next request",
+                        };
+                        format!("{note}; {when}")
+                    }
+                    Change::Network(on) => {
+                        self.status.network = on;
+                        SessionEvent::applied_line(change, from)
+                    }
+                };
+                self.notice(NoticeKind::Info, line);
             }
-            ExecutionMode::Ask => "ASK mode: writes, complex shell and network are asked first",
-            ExecutionMode::Safe => "SAFE mode: read-only; every write is refused",
-        };
-        self.notice(
-            NoticeKind::Info,
-            format!("{note}; takes effect from the next request"),
-        );
+            SessionEvent::Refused { op, reason } => {
+                // A request or a command that was refused never started: nothing is running.
+                if matches!(op, OpKind::Submit | OpKind::RunCommand) {
+                    self.status.busy = false;
+                }
+                self.notice(NoticeKind::Warning, format!("{}: {reason}", op.as_str()));
+            }
+            SessionEvent::Started {
+                id,
+                by_request: true,
+            } => self.notice(NoticeKind::Info, format!("session {id}")),
+            SessionEvent::Started { id, .. } => {
+                self.cells = Cells::default();
+                self.heights.clear();
+                self.scroll = 0;
+                self.focused_cell = None;
+                self.notice(NoticeKind::Info, format!("new session {id}"));
+            }
+            SessionEvent::Loaded(s) => self.load_session(&s),
+            SessionEvent::Sessions(list) => {
+                self.popup = Some(Popup::Sessions { list, selected: 0 });
+                self.dirty = true;
+            }
+            SessionEvent::ModelChanged { provider, model } => {
+                self.notice(
+                    NoticeKind::Info,
+                    format!("the next requests go to {model} (provider {provider})"),
+                );
+                self.status.model = Some((provider, model));
+                self.has_model = true;
+            }
+            SessionEvent::StandardChanged { name, note } => {
+                self.notice(NoticeKind::Info, note);
+                self.status.standard = name;
+            }
+            SessionEvent::Note(what) => self.notice(NoticeKind::Info, what),
+            SessionEvent::Failed(why) => self.notice(NoticeKind::Error, why),
+            SessionEvent::TurnEnded { .. } => {}
+        }
     }
 
     pub(crate) fn set_theme(&mut self, theme: Theme) {

@@ -352,7 +352,7 @@ impl App {
                 });
             }
             Slash::Mode(m) => self.set_mode(m, fx),
-            Slash::Network(on) => fx.push(Effect::Network(on)),
+            Slash::Network(on) => self.set_network(on, fx),
             Slash::Audit => self.open_audit(fx),
             Slash::Compact if self.has_model && !self.busy() => fx.push(Effect::Compact),
             Slash::Compact => self.notice(

@@ -9,7 +9,7 @@ use std::time::Instant;
 use crossterm::event::KeyEvent;
 
 use crate::agent::event::AgentEvent;
-use crate::agent::session::{LoadedSession, SessionSummary};
+use crate::agent::session::SessionEvent;
 use crate::harness::audit::AuditRecord;
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
@@ -41,27 +41,41 @@ pub enum Event {
     AuditOlder(Page),
     AuditNew(Vec<AuditRecord>),
     AuditChain(ChainState),
-    Sessions(Vec<SessionSummary>),
-    /// A session was reopened (its conversation, shown as cells) or a new one began.
-    SessionLoaded(Box<LoadedSession>),
-    NewSession(String),
+    /// What the session actor said (changes applied or refused, sessions, models, standards).
+    Session(SessionEvent),
     /// Something the loop could not do, for the person to read.
     Failed(String),
-    /// The router was rebuilt with the network on or off.
-    Network(bool),
     /// Something the loop did, for the person to read.
     Note(String),
-    /// `/standard` engaged a standard (or none), said in `note`.
-    StandardChanged {
-        name: Option<String>,
-        note: String,
-    },
-    /// The next requests go to this provider and model.
-    ModelChanged {
-        provider: String,
-        model: String,
-    },
     Tick(Instant),
+}
+
+impl Event {
+    /// A short name for the event, for a test probe counting what the loop handled: a key's
+    /// code, an agent event's wire type (with its call id), a session event's variant.
+    pub fn label(&self) -> String {
+        match self {
+            Event::Key { key, .. } => format!("key {:?}", key.code),
+            Event::Agent(a) => {
+                let v = serde_json::to_value(a).unwrap_or_default();
+                let kind = v.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+                match v.get("call_id").and_then(|c| c.as_str()) {
+                    Some(id) => format!("agent {kind} {id}"),
+                    None => format!("agent {kind}"),
+                }
+            }
+            Event::Session(s) => {
+                let d = format!("{s:?}");
+                let name = d.split(['(', ' ', '{']).next().unwrap_or("?").to_string();
+                format!("session {name}")
+            }
+            Event::Tick(_) => "tick".into(),
+            other => {
+                let d = format!("{other:?}");
+                d.split(['(', ' ', '{']).next().unwrap_or("?").to_string()
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

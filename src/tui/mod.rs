@@ -29,14 +29,17 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind, MouseEventKind};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use crate::agent::event::EventSink;
 use crate::agent::model::ChatModel;
+use crate::agent::session::{SessionActor, SessionEvent, SessionOp, SessionStreams};
+use crate::harness::audit::AuditPaths;
 use crate::tui::app::{App, AppInit};
-use crate::tui::driver::{Driver, DriverParts};
-use crate::tui::event::{Effect, Event};
+use crate::tui::driver::Driver;
+use crate::tui::event::Event;
 
 /// The shortest time between two frames.
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -54,23 +57,40 @@ pub enum SessionStart {
 
 pub type HealthCheck = Pin<Box<dyn Future<Output = widgets::status_bar::SandboxHealth> + Send>>;
 
-/// Everything the screen needs, wired by `main.rs`.
+/// Everything the screen needs, assembled by the library's builder and the binary.
 pub struct Launch<M: ChatModel + 'static> {
-    pub parts: DriverParts<M>,
+    /// The session, not yet running (a resume is done before the screen opens).
+    pub session: SessionActor<M>,
     pub init: AppInit,
     pub start: SessionStart,
     pub sandbox: Option<HealthCheck>,
     pub log_dir: PathBuf,
-    /// The loop's own channel; its sender also feeds the preview observer under the router.
+    pub audit_paths: AuditPaths,
+    /// The loop's own channel (background results of the driver).
     pub channel: (UnboundedSender<Event>, UnboundedReceiver<Event>),
 }
 
 /// What the session left behind, for the message printed after the screen is restored.
 #[derive(Debug, Clone, Default)]
-pub struct Outcome {
+pub struct ScreenExit {
     pub session: Option<String>,
     pub log: Option<PathBuf>,
 }
+
+/// Sees the loop at work: every event after it was handled (its effects performed), and every
+/// frame drawn. Tests count with it; the screen itself uses `()`.
+pub trait LoopProbe {
+    /// Whether `handled` wants the events' labels (computing them costs a little).
+    fn wants_labels(&self) -> bool {
+        false
+    }
+    /// An event was handled: `update` ran and its effects were sent. `label` is
+    /// [`Event::label`] when `wants_labels`.
+    fn handled(&mut self, _app: &App, _label: Option<&str>) {}
+    fn drew(&mut self, _app: &App) {}
+}
+
+impl LoopProbe for () {}
 
 /// A terminal event as the app sees it.
 fn translate(e: TermEvent, now: Instant) -> Option<Event> {
@@ -89,78 +109,138 @@ fn translate(e: TermEvent, now: Instant) -> Option<Event> {
     }
 }
 
-/// Run the session until the person quits.
-pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<Outcome> {
-    let (_log_guard, log) = terminal::init_logging(&launch.log_dir)?;
-    tracing::info!("tui starting");
-    let (tx, mut loop_rx) = launch.channel;
-    let (sink, mut agent_rx) = EventSink::channel();
-    let mut driver = Driver::new(launch.parts, sink, tx.clone());
-    let mut app = App::new(launch.init, Instant::now());
-    match &launch.start {
-        // A session is started by the first request.
-        SessionStart::New => {}
-        SessionStart::Resume(id) => match driver.resume(id) {
-            Ok(loaded) => {
-                app.update(Event::SessionLoaded(Box::new(loaded)));
+/// The screen's parts once the session runs: the app, its hands, and what it listens to.
+pub struct Screen {
+    pub app: App,
+    pub driver: Driver,
+    streams: SessionStreams,
+    own: UnboundedReceiver<Event>,
+}
+
+impl Screen {
+    /// Start the session on its task and put the screen in front of it.
+    pub fn start<M: ChatModel + 'static>(
+        mut session: SessionActor<M>,
+        init: AppInit,
+        start: &SessionStart,
+        audit_paths: AuditPaths,
+        channel: (UnboundedSender<Event>, UnboundedReceiver<Event>),
+    ) -> Screen {
+        let mut app = App::new(init, Instant::now());
+        let mut first = None;
+        if let SessionStart::Resume(id) = start {
+            match session.resume(id) {
+                Ok(loaded) => first = Some(SessionEvent::Loaded(Box::new(loaded))),
+                Err(e) => {
+                    app.update(Event::Failed(format!("cannot resume {id}: {e}")));
+                }
             }
-            Err(e) => {
-                app.update(Event::Failed(format!("cannot resume {id}: {e}")));
-            }
-        },
-        SessionStart::Pick => {
-            driver.perform(Effect::ListSessions).await;
+        }
+        let (tx, own) = channel;
+        let (handle, streams, _join) = session.spawn();
+        let mut driver = Driver::new(handle.clone(), tx, audit_paths);
+        if let Some(e) = first {
+            driver.observe(&e);
+            app.update(Event::Session(e));
+        }
+        if *start == SessionStart::Pick {
+            handle.send(SessionOp::ListSessions);
+        }
+        Screen {
+            app,
+            driver,
+            streams,
+            own,
         }
     }
+
+    /// Read events until the person quits or `input` ends: one event at a time, its effects
+    /// sent to the session without waiting, and at most one frame per `FRAME`.
+    pub async fn run<B, S>(
+        &mut self,
+        term: &mut Terminal<B>,
+        mut input: S,
+        probe: &mut dyn LoopProbe,
+    ) -> std::io::Result<()>
+    where
+        B: Backend,
+        B::Error: std::error::Error + Send + Sync + 'static,
+        S: Stream<Item = std::io::Result<TermEvent>> + Unpin,
+    {
+        let size = term.size().map_err(std::io::Error::other)?;
+        self.app.update(Event::Resize(size.width, size.height));
+        let mut frame = tokio::time::interval(FRAME);
+        frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut slow = tokio::time::interval(SLOW_TICK);
+        let mut last_draw: Option<Instant> = None;
+        loop {
+            if self.app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+                let app = &self.app;
+                term.draw(|f| ui::draw(app, f))
+                    .map_err(std::io::Error::other)?;
+                self.app.dirty = false;
+                last_draw = Some(Instant::now());
+                probe.drew(&self.app);
+            }
+            let event = tokio::select! {
+                e = input.next() => match e {
+                    Some(Ok(e)) => translate(e, Instant::now()),
+                    Some(Err(e)) => return Err(e),
+                    None => return Ok(()),
+                },
+                Some(a) = self.streams.agent.recv() => Some(Event::Agent(a)),
+                Some(s) = self.streams.session.recv() => {
+                    self.driver.observe(&s);
+                    Some(Event::Session(s))
+                }
+                Some(e) = self.own.recv() => Some(e),
+                _ = frame.tick(), if self.app.dirty => None,
+                _ = slow.tick() => {
+                    if let Some(e) = self.driver.poll_audit() {
+                        self.app.update(e);
+                    }
+                    Some(Event::Tick(Instant::now()))
+                }
+            };
+            let Some(event) = event else { continue };
+            let label = probe.wants_labels().then(|| event.label());
+            let effects = self.app.update(event);
+            let mut quit = false;
+            for effect in effects {
+                if !self.driver.perform(effect) {
+                    quit = true;
+                }
+            }
+            probe.handled(&self.app, label.as_deref());
+            if quit || self.app.quit {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Run the session until the person quits.
+pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<ScreenExit> {
+    let (_log_guard, log) = terminal::init_logging(&launch.log_dir)?;
+    tracing::info!("tui starting");
+    let mut screen = Screen::start(
+        launch.session,
+        launch.init,
+        &launch.start,
+        launch.audit_paths,
+        launch.channel,
+    );
     if let Some(check) = launch.sandbox {
-        let tx = tx.clone();
+        let tx = screen.driver.loop_sender();
         tokio::spawn(async move {
             let _ = tx.send(Event::Sandbox(check.await));
         });
     }
     let (_guard, mut term) = terminal::TerminalGuard::enter()?;
-    let size = term.size()?;
-    app.update(Event::Resize(size.width, size.height));
-    let mut input = EventStream::new();
-    let mut frame = tokio::time::interval(FRAME);
-    frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut slow = tokio::time::interval(SLOW_TICK);
-    let mut last_draw: Option<Instant> = None;
-    'run: loop {
-        if app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
-            term.draw(|f| ui::draw(&app, f))?;
-            app.dirty = false;
-            last_draw = Some(Instant::now());
-        }
-        let event = tokio::select! {
-            e = input.next() => match e {
-                Some(Ok(e)) => translate(e, Instant::now()),
-                Some(Err(e)) => return Err(e),
-                None => break 'run,
-            },
-            Some(a) = agent_rx.recv() => Some(Event::Agent(a)),
-            Some(e) = loop_rx.recv() => Some(e),
-            _ = frame.tick(), if app.dirty => None,
-            _ = slow.tick() => {
-                if let Some(e) = driver.poll_audit() {
-                    app.update(e);
-                }
-                Some(Event::Tick(Instant::now()))
-            }
-        };
-        let Some(event) = event else { continue };
-        for effect in app.update(event) {
-            if !driver.perform(effect).await {
-                break 'run;
-            }
-        }
-        if app.quit {
-            break;
-        }
-    }
+    screen.run(&mut term, EventStream::new(), &mut ()).await?;
     tracing::info!("tui leaving");
-    Ok(Outcome {
-        session: driver.session.clone(),
+    Ok(ScreenExit {
+        session: screen.driver.session_id.clone(),
         log: Some(log),
     })
 }

@@ -111,7 +111,7 @@ pub fn init_logging(
     std::fs::create_dir_all(dir)?;
     let appender = tracing_appender::rolling::never(dir, "tui.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
-    let filter = std::env::var("SPEAR_LOG").unwrap_or_else(|_| "info".into());
+    let filter = crate::config::Env::Process.log_filter();
     let _ = tracing_subscriber::fmt()
         .with_writer(writer)
         .with_ansi(false)

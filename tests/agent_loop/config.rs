@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use secrecy::ExposeSecret;
-use spear::agent::config::{self, ConfigError, Env, Flags, Settings};
+use spear::config::{self, ConfigError, Env, Flags, Settings};
 use spear::harness::primitives::ExecutionMode;
 use spear::harness::resource_control::{CgroupLimits, ResourceLimits};
 
@@ -55,7 +55,7 @@ fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values
     assert!(!s.network);
     assert_eq!(s.max_tool_calls, 50);
     assert_eq!(s.response_max_tokens, 16384);
-    assert_eq!(s.refusal_repeats, 5);
+    assert_eq!(s.harness.refusal_repeats, 5);
     assert_eq!(s.theme, "dark");
     assert_eq!(s.provider.name, "default");
     assert_eq!(s.provider.base_url, "https://api.openai.com/v1");
@@ -238,7 +238,7 @@ fn flags_beat_spear_variables_which_beat_the_file() {
     assert_eq!(s.provider.base_url, "http://127.0.0.1:8000/v1");
     assert_eq!(s.provider.model, "env-model");
     assert_eq!(s.response_max_tokens, 512);
-    assert_eq!(s.refusal_repeats, 3);
+    assert_eq!(s.harness.refusal_repeats, 3);
     assert_eq!(s.provider.api_key.as_ref().unwrap().expose_secret(), KEY);
     let flags = Flags {
         provider: Some("other".into()),

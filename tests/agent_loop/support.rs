@@ -299,3 +299,37 @@ pub fn kinds(events: &[AgentEvent]) -> Vec<String> {
         })
         .collect()
 }
+
+impl Fixture {
+    /// A session over this project, built by the library's builder as the binary builds it:
+    /// the real sandbox, the audit log in the state directory, `model` answering.
+    pub fn session(
+        &self,
+        model: Arc<ScriptedModel>,
+        mode: ExecutionMode,
+        network: bool,
+    ) -> spear::agent::session::SessionActor<ScriptedModel> {
+        let place = spear::agent::builder::Place::of(
+            Workspace::new(&self.project).unwrap(),
+            self.project.clone(),
+            self.state.clone(),
+        );
+        let info = spear::agent::session::ModelInfo {
+            provider: "scripted".into(),
+            model: "scripted".into(),
+        };
+        spear::agent::builder::SessionBuilder::new(
+            place,
+            spear::config::HarnessSettings::default(),
+            "test",
+        )
+        .network(network)
+        .session(
+            Some((model, info)),
+            Box::new(|name: &str| Err(format!("no model `{name}` in this test"))),
+            self.options(),
+            mode,
+        )
+        .unwrap()
+    }
+}

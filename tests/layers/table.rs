@@ -314,6 +314,51 @@ pub const TABLE: &[Layer] = &[
     },
     // ---- agent, tui, cli --------------------------------------------------------------------
     Layer {
+        name: "config",
+        holds: &["spear::config"],
+        within: None,
+        may_use: &[
+            ("primitives", "the file and the flags name a mode"),
+            (
+                "tools",
+                "it resolves the web pair's settings, the ResultStore's limits and the refusal limit",
+            ),
+            (
+                "network allow-list",
+                "the config file names the network allow-list",
+            ),
+            (
+                "resource limits",
+                "the config file sets the per-command and cgroup limits",
+            ),
+        ],
+        private: &[],
+    },
+    Layer {
+        name: "composition root",
+        holds: &["spear::agent::builder"],
+        within: None,
+        may_use: &[
+            ("agent", "it puts the session actor over the router it builds"),
+            ("config", "it builds from the resolved settings"),
+            ("tools", "it assembles the host, the registry, the observers and the router"),
+            ("coding tools", "the coding surface is registered here"),
+            ("primitives", "the session starts in a mode"),
+            (
+                "command_policy",
+                "the host's command policy is made here, from the session's network setting",
+            ),
+            ("workspace", "the place is a resolved Workspace"),
+            (
+                "target_policy",
+                "the protected directories are bound read-only in every writable run",
+            ),
+            ("audit", "the audit log is opened here, outside the workspace"),
+            ("runtime", "the terminal's executor is the sandboxed CommandRunner"),
+        ],
+        private: &[],
+    },
+    Layer {
         name: "agent",
         holds: &["spear::agent"],
         within: None,
@@ -345,7 +390,8 @@ pub const TABLE: &[Layer] = &[
         holds: &["spear::tui"],
         within: None,
         may_use: &[
-            ("agent", "the screen drives the agent"),
+            ("agent", "the screen drives the session actor"),
+            ("config", "the log filter and NO_COLOR are read where every variable is"),
             ("tools", "the screen shows envelopes and drives the router"),
             (
                 "coding tools",
@@ -367,6 +413,8 @@ pub const TABLE: &[Layer] = &[
         within: None,
         may_use: &[
             ("agent", "main.rs wires the layers"),
+            ("config", "main.rs reads the settings"),
+            ("composition root", "every front end builds through the library's builder"),
             ("tui", "main.rs wires the layers"),
             ("tools", "main.rs wires the layers"),
             ("coding tools", "main.rs wires the layers"),

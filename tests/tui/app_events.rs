@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spear::agent::event::{AgentEvent, StopReason};
+use spear::agent::session::{AppliesFrom, Change, SessionEvent};
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ExecutionMode;
 use spear::tui::event::{Effect, Event};
@@ -114,6 +115,16 @@ fn slash_commands_and_shift_tab_change_the_mode() {
         vec![Effect::Mode(ExecutionMode::Safe)]
     );
     assert_eq!(app.status.mode, ExecutionMode::Safe);
+    // The session says from when the change applies; the screen says it too.
+    app.update(Event::Session(SessionEvent::Applied {
+        change: Change::Mode(ExecutionMode::Safe),
+        from: AppliesFrom::NextTurn,
+    }));
+    assert!(
+        render(&app, 100, 30).contains("applies from the next request"),
+        "{}",
+        render(&app, 100, 30)
+    );
     type_text(&mut app, "/bogus", t0);
     assert!(press(&mut app, key(KeyCode::Enter), t0).is_empty());
     type_text(&mut app, "/mo", t0);
@@ -316,17 +327,17 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
         messages: 4,
         title: title.into(),
     };
-    app.update(Event::Sessions(vec![
+    app.update(Event::Session(SessionEvent::Sessions(vec![
         summary("s-new", "add a CHANGELOG"),
         summary("s-old", "fix the parser"),
-    ]));
+    ])));
     insta::assert_snapshot!("resume_picker", render(&app, 80, 24));
     press(&mut app, key(KeyCode::Down), t0);
     assert_eq!(
         press(&mut app, key(KeyCode::Enter), t0),
         vec![Effect::Resume("s-old".into())]
     );
-    app.update(Event::SessionLoaded(Box::new(LoadedSession {
+    app.update(Event::Session(SessionEvent::Loaded(Box::new(LoadedSession {
         meta: SessionMeta {
             id: "s-old".into(),
             workspace: "/work/demo".into(),
@@ -345,7 +356,7 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
                 reasoning: None,
             },
         ],
-    })));
+    }))));
     assert_eq!(app.status.mode, ExecutionMode::Auto);
     let screen = render(&app, 80, 24);
     assert!(screen.contains("fix the parser") && screen.contains("Fixed: the here-doc case."));
@@ -380,10 +391,10 @@ fn slash_model_name_switches_the_model_and_the_status_bar_follows() {
     type_text(&mut app, "/model gpt-other", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
     assert_eq!(fx, vec![Effect::Model("gpt-other".into())]);
-    app.update(Event::ModelChanged {
+    app.update(Event::Session(SessionEvent::ModelChanged {
         provider: "default".into(),
         model: "gpt-other".into(),
-    });
+    }));
     assert_eq!(
         app.status.model,
         Some(("default".to_string(), "gpt-other".to_string()))
@@ -401,10 +412,10 @@ fn slash_standard_engages_and_disengages_and_the_status_bar_follows() {
     type_text(&mut app, "/standard fire-code", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
     assert_eq!(fx, vec![Effect::Standard(Some("fire-code".into()))]);
-    app.update(Event::StandardChanged {
+    app.update(Event::Session(SessionEvent::StandardChanged {
         name: Some("fire-code".into()),
         note: "fire-code engaged".into(),
-    });
+    }));
     assert_eq!(app.status.standard.as_deref(), Some("fire-code"));
     let screen = render(&app, 120, 30);
     assert!(
@@ -414,10 +425,10 @@ fn slash_standard_engages_and_disengages_and_the_status_bar_follows() {
     type_text(&mut app, "/standard off", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
     assert_eq!(fx, vec![Effect::Standard(Some("off".into()))]);
-    app.update(Event::StandardChanged {
+    app.update(Event::Session(SessionEvent::StandardChanged {
         name: None,
         note: "no standard engaged".into(),
-    });
+    }));
     assert!(!render(&app, 120, 30).contains("std fire-code"));
     type_text(&mut app, "/standard", t0);
     assert_eq!(
@@ -438,10 +449,10 @@ fn slash_model_gives_a_session_without_a_model_one() {
     let t0 = Instant::now();
     let mut app = app_with("dark", false, t0);
     assert!(!app.has_model);
-    app.update(Event::ModelChanged {
+    app.update(Event::Session(SessionEvent::ModelChanged {
         provider: "default".into(),
         model: "local".into(),
-    });
+    }));
     assert!(app.has_model);
     type_text(&mut app, "hello", t0);
     assert_eq!(

@@ -80,9 +80,21 @@ impl CommandPolicy {
         assessment: &CommandAssessment,
         approver: &dyn Approver,
     ) -> AuthorizationResult {
+        self.authorize_with_network(mode, self.config.network_enabled, assessment, approver)
+    }
+
+    /// As [`CommandPolicy::authorize`], with the session's network switch as it is now (the
+    /// person may switch it off during a turn) instead of as the policy was built.
+    pub fn authorize_with_network(
+        &self,
+        mode: ExecutionMode,
+        network_enabled: bool,
+        assessment: &CommandAssessment,
+        approver: &dyn Approver,
+    ) -> AuthorizationResult {
         authorize::authorize(
             mode,
-            self.config.network_enabled,
+            network_enabled,
             &self.config.host_read_paths,
             assessment,
             approver,

@@ -112,6 +112,11 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             .turn
             .take()
             .ok_or_else(|| "the turn was lost after an earlier failure".to_string())?;
+        // A narrowing the person made since the last call (mode toward SAFE, network off)
+        // applies from this call on.
+        let switches = run.task.switches();
+        turn.mode = switches.mode;
+        turn.network = switches.network;
         let router = self.router().clone();
         let routed = ToolCall {
             id: call.id.clone(),

@@ -2,12 +2,12 @@
 //! error that says which input was wrong and how to fix it. Pure: the environment is passed in,
 //! so every precedence rule is tested without touching the process.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use secrecy::SecretString;
 use toml::Spanned;
 
+use super::env::Env;
 use super::file::{ConfigFile, place, place_of_table};
 use super::{
     ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings,
@@ -17,34 +17,6 @@ use crate::harness::primitives::ExecutionMode;
 use crate::harness::sandbox::netns::IpPrefix;
 use crate::tools::result_store::StoreLimits;
 use crate::tools::turn::refusal_repeats;
-
-/// Where environment variables come from: the process, or a fixed map (tests). Deliberately
-/// not `Debug`: it can read any variable, keys included.
-pub enum Env {
-    Process,
-    Map(BTreeMap<String, String>),
-}
-
-impl Env {
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Env::Map(
-            pairs
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-        )
-    }
-
-    /// The variable's value; unset and empty are the same (an exported empty variable is a
-    /// common leftover and must not count as a key).
-    pub fn get(&self, name: &str) -> Option<String> {
-        let v = match self {
-            Env::Process => std::env::var(name).ok(),
-            Env::Map(m) => m.get(name).cloned(),
-        };
-        v.filter(|s| !s.trim().is_empty())
-    }
-}
 
 /// What the command line said.
 #[derive(Debug, Clone, Default)]
@@ -109,7 +81,6 @@ pub fn resolve(
         theme,
         max_tool_calls,
         response_max_tokens,
-        refusal_repeats: refusal_repeats(env.get("SPEAR_REFUSAL_REPEATS").as_deref()),
         harness,
     })
 }
@@ -228,6 +199,7 @@ pub fn harness(
     };
     let (web_enabled, web) = super::web::resolve(path, text, &file.web, env)?;
     Ok(HarnessSettings {
+        refusal_repeats: refusal_repeats(env.get("SPEAR_REFUSAL_REPEATS").as_deref()),
         web_enabled,
         web,
         network_allow,

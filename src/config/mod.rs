@@ -1,16 +1,18 @@
-//! `agent::config`: Spear's settings in two stages, as ripgrep does: what the user typed (the
+//! `config`: Spear's settings in two stages, as ripgrep does: what the user typed (the
 //! file, the environment, the flags) and the resolved, immutable `Settings` the rest of Spear
 //! reads. Precedence: flags, then `SPEAR_*` variables, then the file, then the `OPENAI_*`
 //! fallbacks (only for the built-in provider), then defaults. Invariant: an API key is held as a
 //! `SecretString` from the moment it is read, so no `Debug`, log, audit record, transcript or
 //! `--json` line can carry it; only the provider client exposes it, to build its header.
 
+pub mod env;
 mod file;
 mod resolve;
 mod web;
 
 pub use file::{ConfigFile, Place, ProviderTable};
-pub use resolve::{Env, Flags, resolve};
+pub use env::Env;
+pub use resolve::{Flags, resolve};
 
 use std::fs;
 use std::io::Write;
@@ -29,7 +31,7 @@ pub const DEFAULT_MAX_TOOL_CALLS: u32 = 50;
 /// The server used when nothing names another.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// The commented defaults written on first run.
-pub const DEFAULT_CONFIG: &str = include_str!("../../../assets/config.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../assets/config.toml");
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -126,7 +128,6 @@ pub struct Settings {
     pub theme: String,
     pub max_tool_calls: u32,
     pub response_max_tokens: u32,
-    pub refusal_repeats: u32,
     /// `[sandbox]`, `[limits]`, `[cgroups]` and `[results]`: what the harness under the tools
     /// is built with.
     pub harness: HarnessSettings,
@@ -134,8 +135,10 @@ pub struct Settings {
 
 /// The harness's part of the configuration, and the web pair's (both serve the tools that
 /// `spear tool` and `spear run` alike build).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct HarnessSettings {
+    /// `SPEAR_REFUSAL_REPEATS`: identical refusals that stop a turn.
+    pub refusal_repeats: u32,
     /// `[web] enabled` (or `SPEAR_WEB`): the web pair is offered. Exposure follows this alone.
     pub web_enabled: bool,
     /// The rest of `[web]`, resolved.
@@ -149,6 +152,20 @@ pub struct HarnessSettings {
     pub resource_limits: crate::harness::resource_control::ResourceLimits,
     /// `[cgroups]`: limits on the sandbox as a whole, applied through a systemd scope.
     pub cgroup_limits: crate::harness::resource_control::CgroupLimits,
+}
+
+impl Default for HarnessSettings {
+    fn default() -> Self {
+        HarnessSettings {
+            refusal_repeats: crate::tools::turn::DEFAULT_REFUSAL_REPEATS,
+            web_enabled: false,
+            web: Default::default(),
+            network_allow: Vec::new(),
+            store_limits: Default::default(),
+            resource_limits: Default::default(),
+            cgroup_limits: Default::default(),
+        }
+    }
 }
 
 /// `$XDG_CONFIG_HOME/spear/config.toml` (or `~/.config/spear/config.toml`).

@@ -1,0 +1,298 @@
+//! The one composition root: from settings and a place, the harness under the tools (workspace,
+//! command policy, target policy, the sandboxed executor, the ResultStore, the audit log), the
+//! router over the registered tools with its observers, and the session actor over them. The
+//! binary, the tests and the benches build here, so what they exercise is the wiring users run.
+//! Invariant: nothing here swaps the sandbox, the audit logger or the policy; the model and the
+//! approver are a caller's choice (the model is the session's type parameter, the approver is
+//! per task), and there is no other way in.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::agent::model::ChatModel;
+use crate::agent::runtime::RuntimeOptions;
+use crate::agent::session::{
+    ModelFactory, ModelInfo, SessionActor, SessionError, SessionParts, SessionStore, Standards,
+};
+use crate::config::HarnessSettings;
+use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
+use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
+use crate::harness::primitives::ExecutionMode;
+use crate::harness::runtime::{CommandRunner, RunnerConfig};
+use crate::harness::target_policy::TargetPolicy;
+use crate::harness::workspace::{Workspace, WorkspaceError};
+use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::host::{HostConfig, SpearHost};
+use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
+use crate::tools::observer::{AuditObserver, ToolObserver};
+use crate::tools::registry::{RegistryError, ToolRegistry};
+use crate::tools::result_store::{ResultStore, StoreError};
+use crate::tools::router::ToolRouter;
+
+/// How many directory entries the protected-path scan may look at before the sandbox starts.
+pub const PROTECTED_SCAN_BUDGET: usize = 50_000;
+
+/// What could not be built. Nothing has run when one of these is returned.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    #[error("cannot read the current directory: {0}")]
+    Cwd(#[source] std::io::Error),
+    #[error("workspace {path}: {source}")]
+    Workspace {
+        path: PathBuf,
+        #[source]
+        source: WorkspaceError,
+    },
+    #[error("cannot find a state directory for the audit log: {0}")]
+    StateHome(#[source] AuditError),
+    #[error(
+        "the state directory {0} is inside the workspace, where a sandboxed command could edit \
+         the audit log; point XDG_STATE_HOME elsewhere"
+    )]
+    StateInsideWorkspace(PathBuf),
+    #[error("cannot open the audit log; nothing was run: {0}")]
+    Audit(#[source] AuditError),
+    #[error("cannot open the result store: {0}")]
+    Store(#[from] StoreError),
+    #[error("cannot open the standards library: {0}")]
+    Standards(#[from] StandardError),
+    #[error("cannot register the tools: {0}")]
+    Registry(#[from] RegistryError),
+    #[error("cannot open the sessions: {0}")]
+    Sessions(#[from] SessionError),
+}
+
+/// The workspace a front end works on, the directory it was started in, and where state lives.
+pub struct Place {
+    pub workspace: Workspace,
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    pub state: PathBuf,
+}
+
+impl Place {
+    /// `workspace`, else the git root above the current directory, else the current directory;
+    /// the current directory is the launch directory.
+    pub fn find(workspace: Option<PathBuf>) -> Result<Place, BuildError> {
+        let cwd = std::env::current_dir().map_err(BuildError::Cwd)?;
+        let root = workspace.unwrap_or_else(|| default_workspace(&cwd));
+        let ws = Workspace::new(&root)
+            .and_then(|w| w.with_launch_dir(&cwd))
+            .map_err(|source| BuildError::Workspace {
+                path: root.clone(),
+                source,
+            })?;
+        let state = default_state_home().map_err(BuildError::StateHome)?;
+        Ok(Place::of(ws, cwd, state))
+    }
+
+    /// A place from its parts (tests give a temporary state directory).
+    pub fn of(workspace: Workspace, cwd: PathBuf, state: PathBuf) -> Place {
+        let root = workspace.project_root().to_path_buf();
+        Place {
+            workspace,
+            root,
+            cwd,
+            state,
+        }
+    }
+}
+
+/// The nearest ancestor of `cwd` holding `.git`, else `cwd`.
+pub fn default_workspace(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
+/// The audit log for the workspace at `root`, under `state`. It must lie outside the workspace:
+/// a sandboxed command gets the workspace and could otherwise rewrite its own record.
+pub fn open_audit(state: &Path, root: &Path) -> Result<AuditLogger, BuildError> {
+    let real = state.canonicalize().unwrap_or_else(|_| state.to_path_buf());
+    if real.starts_with(root) {
+        return Err(BuildError::StateInsideWorkspace(state.to_path_buf()));
+    }
+    AuditLogger::open_in(state, root).map_err(BuildError::Audit)
+}
+
+/// The runner's configuration for `root` with the file's `[sandbox]`, `[limits]` and
+/// `[cgroups]` applied: everything that runs or probes commands builds its runner here.
+pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
+    let mut config = RunnerConfig::for_workspace(root);
+    config.network_allow = harness.network_allow.clone();
+    config.resource_limits = harness.resource_limits.clone();
+    config.cgroup_limits = harness.cgroup_limits.clone();
+    config
+}
+
+/// The executor the terminal tool runs commands with: the sandboxed `CommandRunner`, with the
+/// target policy's protected directories bound read-only. When the sandbox cannot even be set
+/// up, every command is refused as "sandbox unavailable" and nothing runs unconfined.
+pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn CommandExecutor> {
+    let mut config = runner_config(root, harness);
+    config.protected_paths = TargetPolicy::default().protected_dirs(root, PROTECTED_SCAN_BUDGET);
+    let built = CommandRunner::new(config)
+        .map_err(|e| e.to_string())
+        .and_then(|runner| {
+            crate::tools::runner_executor::RunnerExecutor::new(runner).map_err(|e| e.to_string())
+        });
+    match built {
+        Ok(executor) => Box::new(executor),
+        Err(why) => Box::new(Unavailable(why)),
+    }
+}
+
+/// The executor when the sandbox cannot be set up: says why, runs nothing.
+struct Unavailable(String);
+
+impl CommandExecutor for Unavailable {
+    fn run(
+        &self,
+        _command: &str,
+        _profile: &ExecutionProfile,
+        _timeout: Duration,
+        _sink: &mut dyn OutputSink,
+    ) -> CommandOutcome {
+        CommandOutcome::sandbox_unavailable(format!("the sandbox cannot be set up: {}", self.0))
+    }
+}
+
+/// The harness and tools of one front end, from settings: `router()` builds them; `session()`
+/// puts a session actor over the router.
+pub struct SessionBuilder {
+    place: Place,
+    harness: HarnessSettings,
+    audit_session: String,
+    network: bool,
+    engaged: EngagedStandard,
+    observers: Vec<ObserverFactory>,
+}
+
+/// Makes an observer that may read through the router's own host (the screen's previews).
+pub type ObserverFactory = Box<dyn Fn(&Arc<SpearHost>) -> Arc<dyn ToolObserver> + Send>;
+
+impl SessionBuilder {
+    /// Tools over `place` as `harness` configures them, audited under `audit_session` (a
+    /// session id, or a front end's name and process), with the network off.
+    pub fn new(place: Place, harness: HarnessSettings, audit_session: impl Into<String>) -> Self {
+        SessionBuilder {
+            place,
+            harness,
+            audit_session: audit_session.into(),
+            network: false,
+            engaged: EngagedStandard::default(),
+            observers: Vec::new(),
+        }
+    }
+
+    /// The session's network setting (`--network`, the config).
+    #[must_use]
+    pub fn network(mut self, on: bool) -> Self {
+        self.network = on;
+        self
+    }
+
+    /// The engaged standard the normative tools and the runtime share.
+    #[must_use]
+    pub fn engaged(mut self, engaged: EngagedStandard) -> Self {
+        self.engaged = engaged;
+        self
+    }
+
+    /// One more observer after the audit log, made over the router's host (the screen's
+    /// previews). It sees calls; it can neither decide nor confine them.
+    #[must_use]
+    pub fn observer(
+        mut self,
+        make: impl Fn(&Arc<SpearHost>) -> Arc<dyn ToolObserver> + Send + 'static,
+    ) -> Self {
+        self.observers.push(Box::new(make));
+        self
+    }
+
+    pub fn place(&self) -> &Place {
+        &self.place
+    }
+
+    pub fn harness(&self) -> &HarnessSettings {
+        &self.harness
+    }
+
+    /// The host under the tools: the workspace, both policies, the sandboxed executor and the
+    /// ResultStore.
+    pub fn host(&self) -> Result<SpearHost, BuildError> {
+        let root = &self.place.root;
+        Ok(SpearHost::new(
+            self.place.workspace.clone(),
+            TargetPolicy::default(),
+            CommandPolicy::new(PolicyConfig {
+                network_enabled: self.network,
+                workspace_root: Some(root.clone()),
+                ..PolicyConfig::default()
+            }),
+            command_executor(root, &self.harness),
+            ResultStore::open_in(&self.place.state, root, self.harness.store_limits)?,
+            HostConfig {
+                session: self.audit_session.clone(),
+                web_enabled: self.harness.web_enabled,
+                web: self.harness.web.clone(),
+                ..HostConfig::default()
+            },
+        ))
+    }
+
+    /// The router over the coding tools, the normative runtime's tools and the web pair (which
+    /// of them a turn sees is the exposure policy's decision), audited into the workspace's log.
+    pub fn router(&self) -> Result<ToolRouter, BuildError> {
+        let host = Arc::new(self.host()?);
+        let library = Arc::new(StandardsLibrary::open_in(&self.place.state)?);
+        let mut registry = ToolRegistry::new();
+        crate::tools::coding::register(&mut registry)?;
+        normative::register(&mut registry, library, self.engaged.clone())?;
+        // Registered always, offered by the exposure policy only on the normative surface and
+        // only with the web enabled; the coding core reaches them through `spear-capability`.
+        crate::tools::web::register(&mut registry)?;
+        let audit = Arc::new(open_audit(&self.place.state, &self.place.root)?);
+        let mut router = ToolRouter::new(registry, host.clone())
+            .with_observer(Arc::new(AuditObserver::new(
+                audit,
+                self.audit_session.clone(),
+            )))
+            .with_refusal_limit(self.harness.refusal_repeats);
+        for make in &self.observers {
+            router = router.with_observer(make(&host));
+        }
+        Ok(router)
+    }
+
+    /// A session actor over a router built here, answering with `model` (none: the session
+    /// still runs `!COMMAND` and lists sessions), in `mode`.
+    pub fn session<M: ChatModel + 'static>(
+        self,
+        model: Option<(Arc<M>, ModelInfo)>,
+        remodel: ModelFactory<M>,
+        options: RuntimeOptions,
+        mode: ExecutionMode,
+    ) -> Result<SessionActor<M>, BuildError> {
+        let router = Arc::new(self.router()?);
+        let store = SessionStore::open_in(&self.place.state, &self.place.root)?;
+        let library = Arc::new(StandardsLibrary::open_in(&self.place.state)?);
+        Ok(SessionActor::new(SessionParts {
+            model,
+            remodel,
+            router,
+            options,
+            store,
+            mode,
+            network: self.network,
+            standards: Standards {
+                library,
+                engaged: self.engaged,
+            },
+        }))
+    }
+}

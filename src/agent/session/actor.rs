@@ -1,0 +1,607 @@
+//! `SessionActor`: the one place a front end's request becomes decided, confined and recorded
+//! calls. It owns the `AgentRuntime` on its own task, lends it to a running turn and takes it
+//! back when the turn ends, so nothing ever waits on a lock a turn holds; it takes `SessionOp`s
+//! on a channel at any time. Invariants: at most one turn runs; an op that narrows what calls may
+//! do (a stricter mode, the network off, a cancel) applies from the running turn's next call, one
+//! that widens applies from the next turn; an op that would change the conversation under a
+//! running turn (model, compact, new, resume, standard) is refused with a reason; a pending
+//! approval is answered only by an answer naming its call or by a cancel, never by a mode change.
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use tokio::task::JoinHandle;
+
+use crate::agent::event::{AgentEvent, EventSink, StopReason};
+use crate::agent::model::ChatModel;
+use crate::agent::runtime::{AgentRuntime, EventTap, RuntimeOptions, TaskOutcome};
+use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
+use crate::agent::model::ChatMessage;
+use crate::agent::session::store::{LoadedSession, SessionStore, SessionWriter};
+use crate::agent::task::{Switches, TaskController};
+use crate::harness::primitives::ExecutionMode;
+use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use crate::tools::normative::{EngagedStandard, StandardsLibrary};
+use crate::tools::router::{ToolCall, ToolRouter};
+use crate::tools::turn::Turn;
+
+/// Builds the model `/model NAME` switches to (the same configuration with another model).
+pub type ModelFactory<M> = Box<dyn Fn(&str) -> Result<(Arc<M>, ModelInfo), String> + Send>;
+
+/// Which model and provider the sessions are recorded with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub provider: String,
+    pub model: String,
+}
+
+/// The standards library and the engaged standard the router's normative tools share.
+pub struct Standards {
+    pub library: Arc<StandardsLibrary>,
+    pub engaged: EngagedStandard,
+}
+
+/// What a session is made of (the library's builder assembles it).
+pub struct SessionParts<M: ChatModel + 'static> {
+    /// `None`: no model is configured; the session still runs commands and lists sessions.
+    pub model: Option<(Arc<M>, ModelInfo)>,
+    pub remodel: ModelFactory<M>,
+    pub router: Arc<ToolRouter>,
+    pub options: RuntimeOptions,
+    pub store: SessionStore,
+    pub mode: ExecutionMode,
+    pub network: bool,
+    pub standards: Standards,
+}
+
+/// A front end's end of a running session: ops go in here.
+#[derive(Clone)]
+pub struct SessionHandle {
+    ops: UnboundedSender<SessionOp>,
+}
+
+impl SessionHandle {
+    /// Send `op`. `false`: the session has ended.
+    pub fn send(&self, op: SessionOp) -> bool {
+        self.ops.send(op).is_ok()
+    }
+}
+
+/// What a running session says: its turns' events and its own.
+pub struct SessionStreams {
+    pub agent: UnboundedReceiver<AgentEvent>,
+    pub session: UnboundedReceiver<SessionEvent>,
+}
+
+/// What a finished job gives back.
+struct JobEnd<M: ChatModel + 'static> {
+    runtime: Option<AgentRuntime<M>>,
+    outcome: Option<TaskOutcome>,
+    failed: Option<String>,
+}
+
+/// The session, before and while it runs on its task.
+pub struct SessionActor<M: ChatModel + 'static> {
+    parts: SessionParts<M>,
+    runtime: Option<AgentRuntime<M>>,
+    session: Option<String>,
+    sink: EventSink,
+    agent_rx: Option<UnboundedReceiver<AgentEvent>>,
+    events: UnboundedSender<SessionEvent>,
+    events_rx: Option<UnboundedReceiver<SessionEvent>>,
+    /// The running job's control, while one runs.
+    task: Option<TaskController>,
+}
+
+impl<M: ChatModel + 'static> SessionActor<M> {
+    pub fn new(parts: SessionParts<M>) -> Self {
+        let (sink, agent_rx) = EventSink::channel();
+        let (events, events_rx) = mpsc::unbounded_channel();
+        SessionActor {
+            parts,
+            runtime: None,
+            session: None,
+            sink,
+            agent_rx: Some(agent_rx),
+            events,
+            events_rx: Some(events_rx),
+            task: None,
+        }
+    }
+
+    /// The session the conversation is recorded in, once one began.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Start a new session (a runtime with an empty conversation). `None`: no model is
+    /// configured, so there is no conversation to record.
+    pub fn new_session(&mut self) -> Result<Option<String>, String> {
+        let Some((_, info)) = &self.parts.model else {
+            return Ok(None);
+        };
+        let writer = self
+            .parts
+            .store
+            .create(&info.provider, &info.model, self.parts.mode.as_str())
+            .map_err(|e| e.to_string())?;
+        let id = writer.id().to_string();
+        self.continue_in(writer, Vec::new());
+        Ok(Some(id))
+    }
+
+    /// Record in `writer` from now on, continuing `history` (also for a front end that opened
+    /// the session itself, to know its id before the harness was built).
+    pub fn continue_in(&mut self, writer: SessionWriter, history: Vec<ChatMessage>) {
+        self.session = Some(writer.id().to_string());
+        if let Some((model, _)) = &self.parts.model {
+            let rt = AgentRuntime::new(
+                model.clone(),
+                self.parts.router.clone(),
+                self.parts.options.clone(),
+            )
+            .with_session(writer)
+            .with_conversation(history)
+            .with_standards(self.parts.standards.engaged.clone());
+            self.runtime = Some(rt);
+        }
+    }
+
+    /// Reopen session `id` with its conversation and its mode.
+    pub fn resume(&mut self, id: &str) -> Result<LoadedSession, String> {
+        let (loaded, writer) = self.parts.store.resume(id).map_err(|e| e.to_string())?;
+        self.continue_in(writer, loaded.messages.clone());
+        if let Ok(m) = loaded.meta.mode.parse() {
+            self.parts.mode = m;
+        }
+        Ok(loaded)
+    }
+
+    /// Run the session on a task of its own. The handle takes ops; the streams carry what it
+    /// says. The task ends on `Quit` or when every handle is dropped, and returns the session id.
+    pub fn spawn(mut self) -> (SessionHandle, SessionStreams, JoinHandle<Option<String>>) {
+        let (ops, rx) = mpsc::unbounded_channel();
+        let streams = SessionStreams {
+            agent: self
+                .agent_rx
+                .take()
+                .unwrap_or_else(|| EventSink::channel().1),
+            session: self
+                .events_rx
+                .take()
+                .unwrap_or_else(|| mpsc::unbounded_channel().1),
+        };
+        let join = tokio::spawn(self.run(rx));
+        (SessionHandle { ops }, streams, join)
+    }
+
+    async fn run(mut self, mut ops: UnboundedReceiver<SessionOp>) -> Option<String> {
+        let mut job: Option<JoinHandle<JobEnd<M>>> = None;
+        loop {
+            tokio::select! {
+                // Ops first: a cancel or a narrowing must not wait behind a job's end.
+                biased;
+                op = ops.recv() => match op {
+                    None | Some(SessionOp::Quit) => {
+                        if let Some(t) = &self.task {
+                            t.cancel();
+                        }
+                        break;
+                    }
+                    Some(op) => {
+                        // A job that sent its last event is only returning: let it, so an op
+                        // sent on hearing `done` finds the turn over.
+                        if self.task.as_ref().is_some_and(TaskController::has_ended)
+                            && let Some(j) = job.take()
+                        {
+                            let end = j.await;
+                            self.job_ended(end);
+                        }
+                        if let Some(started) = self.handle(op, job.is_some()) {
+                            job = Some(started);
+                        }
+                    }
+                },
+                end = join(&mut job), if job.is_some() => {
+                    job = None;
+                    self.job_ended(end);
+                }
+            }
+        }
+        self.session
+    }
+
+    fn say(&self, e: SessionEvent) {
+        let _ = self.events.send(e);
+    }
+
+    fn refuse(&self, op: OpKind, reason: impl Into<String>) {
+        self.say(SessionEvent::Refused {
+            op,
+            reason: reason.into(),
+        });
+    }
+
+    /// Handle one op; `Some` when it started a job.
+    fn handle(&mut self, op: SessionOp, running: bool) -> Option<JoinHandle<JobEnd<M>>> {
+        const BUSY: &str = "a turn is running: wait for it, or cancel it (Esc) first";
+        match op {
+            SessionOp::Submit(_) | SessionOp::RunCommand { .. } if running => {
+                let kind = match op {
+                    SessionOp::Submit(_) => OpKind::Submit,
+                    _ => OpKind::RunCommand,
+                };
+                self.refuse(kind, BUSY);
+                None
+            }
+            SessionOp::Submit(text) => self.submit(text),
+            SessionOp::RunCommand { call_id, command } => Some(self.run_command(call_id, command)),
+            SessionOp::Answer { call_id, decision } => {
+                match &self.task {
+                    Some(t) => {
+                        if let Err(e) = t.answer(&call_id, decision) {
+                            self.refuse(OpKind::Answer, e.to_string());
+                        }
+                    }
+                    None => self.refuse(
+                        OpKind::Answer,
+                        format!("no approval is pending for call `{call_id}`: no turn is running"),
+                    ),
+                }
+                None
+            }
+            SessionOp::Cancel => {
+                match &self.task {
+                    Some(t) => t.cancel(),
+                    None => self.refuse(OpKind::Cancel, "no turn is running"),
+                }
+                None
+            }
+            SessionOp::SetMode(m) => {
+                self.apply(Change::Mode(m));
+                None
+            }
+            SessionOp::SetNetwork(on) => {
+                self.apply(Change::Network(on));
+                None
+            }
+            SessionOp::SetModel(_) if running => {
+                self.refuse(OpKind::SetModel, BUSY);
+                None
+            }
+            SessionOp::SetModel(name) => {
+                self.set_model(&name);
+                None
+            }
+            // Listing reads the library only, so it is fine during a turn.
+            SessionOp::Standard(None) => {
+                self.list_standards();
+                None
+            }
+            SessionOp::Standard(Some(_)) if running => {
+                self.refuse(OpKind::Standard, BUSY);
+                None
+            }
+            SessionOp::Standard(Some(arg)) => {
+                self.engage(&arg);
+                None
+            }
+            SessionOp::Compact if running => {
+                self.refuse(OpKind::Compact, BUSY);
+                None
+            }
+            SessionOp::Compact => self.compact(),
+            SessionOp::New if running => {
+                self.refuse(OpKind::New, BUSY);
+                None
+            }
+            SessionOp::New => {
+                match self.new_session() {
+                    Ok(Some(id)) => self.say(SessionEvent::Started {
+                        id,
+                        by_request: false,
+                    }),
+                    Ok(None) => self.refuse(
+                        OpKind::New,
+                        "no model is configured, so there is no session to start",
+                    ),
+                    Err(e) => self.say(SessionEvent::Failed(format!(
+                        "cannot start a session: {e}"
+                    ))),
+                }
+                None
+            }
+            SessionOp::Resume(_) if running => {
+                self.refuse(OpKind::Resume, BUSY);
+                None
+            }
+            SessionOp::Resume(id) => {
+                match self.resume(&id) {
+                    Ok(loaded) => self.say(SessionEvent::Loaded(Box::new(loaded))),
+                    Err(e) => self.say(SessionEvent::Failed(format!("cannot resume {id}: {e}"))),
+                }
+                None
+            }
+            SessionOp::ListSessions => {
+                match self.parts.store.list() {
+                    Ok(list) => self.say(SessionEvent::Sessions(list)),
+                    Err(e) => self.say(SessionEvent::Failed(format!(
+                        "cannot list the sessions: {e}"
+                    ))),
+                }
+                None
+            }
+            // Handled by the loop before it gets here.
+            SessionOp::Quit => None,
+        }
+    }
+
+    /// Take a mode or network change: always for the next turn, and for the running turn's next
+    /// call when it narrows what calls may do. Says which.
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::Mode(m) => self.parts.mode = m,
+            Change::Network(on) => self.parts.network = on,
+        }
+        let from = match &self.task {
+            Some(t) => {
+                let mut s = t.switches();
+                match change {
+                    Change::Mode(m) => s.mode = m,
+                    Change::Network(on) => s.network = Some(on),
+                }
+                if t.narrow(s) {
+                    AppliesFrom::NextCall
+                } else {
+                    AppliesFrom::NextTurn
+                }
+            }
+            None => AppliesFrom::NextTurn,
+        };
+        self.say(SessionEvent::Applied { change, from });
+    }
+
+    /// The switches the next job starts with: the session's mode and network as they are now.
+    fn controller(&mut self) -> TaskController {
+        let task = TaskController::with_switches(
+            Switches {
+                mode: self.parts.mode,
+                network: Some(self.parts.network),
+            },
+            self.sink.clone(),
+        );
+        self.task = Some(task.clone());
+        task
+    }
+
+    fn submit(&mut self, text: String) -> Option<JoinHandle<JobEnd<M>>> {
+        if self.runtime.is_none() {
+            match self.new_session() {
+                Ok(Some(id)) => self.say(SessionEvent::Started {
+                    id,
+                    by_request: true,
+                }),
+                Ok(None) => {
+                    self.refuse(
+                        OpKind::Submit,
+                        "no model is configured (README \"Connect a model\")",
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    self.refuse(OpKind::Submit, format!("cannot start a session: {e}"));
+                    return None;
+                }
+            }
+        }
+        let mut rt = self.runtime.take()?;
+        let task = self.controller();
+        Some(tokio::spawn(async move {
+            let outcome = rt.run_task(&text, &task).await;
+            JobEnd {
+                runtime: Some(rt),
+                outcome: Some(outcome),
+                failed: None,
+            }
+        }))
+    }
+
+    fn compact(&mut self) -> Option<JoinHandle<JobEnd<M>>> {
+        let Some(mut rt) = self.runtime.take() else {
+            self.refuse(OpKind::Compact, "there is no conversation to compact yet");
+            return None;
+        };
+        let task = self.controller();
+        Some(tokio::spawn(async move {
+            let failed = rt
+                .compact(&task)
+                .await
+                .err()
+                .map(|e| format!("/compact: {e}"));
+            JobEnd {
+                runtime: Some(rt),
+                outcome: None,
+                failed,
+            }
+        }))
+    }
+
+    /// `!COMMAND`: the person's command as a `terminal` call through the same router, policy,
+    /// dialog and audit as the model's, on a blocking thread (commands block; approvals wait).
+    fn run_command(&mut self, call_id: String, command: String) -> JoinHandle<JobEnd<M>> {
+        let task = self.controller();
+        let router = self.parts.router.clone();
+        let sink = self.sink.clone();
+        tokio::task::spawn_blocking(move || {
+            let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
+            let switches = task.switches();
+            let mut turn = Turn::new(switches.mode, view, task.approver());
+            turn.network = switches.network;
+            turn.cancel = task.cancel_token();
+            turn.output_tap = Some(Arc::new(EventTap(sink.clone())));
+            let call = ToolCall {
+                id: call_id.clone(),
+                name: "terminal".into(),
+                arguments: serde_json::json!({ "command": command }),
+            };
+            task.set_current_call(Some(&call_id));
+            let routed = router.call(&mut turn, &call);
+            task.set_current_call(None);
+            match routed {
+                Ok(env) => sink.send(AgentEvent::ToolCallFinished {
+                    call_id,
+                    envelope: Box::new(env),
+                }),
+                Err(e) => sink.send(AgentEvent::Error {
+                    message: format!("the command could not be recorded: {e}"),
+                }),
+            }
+            let reason = if task.is_cancelled() {
+                StopReason::Cancelled
+            } else {
+                StopReason::Finished
+            };
+            task.end();
+            sink.send(AgentEvent::Done {
+                reason,
+                tool_calls: 1,
+                message: None,
+            });
+            JobEnd {
+                runtime: None,
+                outcome: None,
+                failed: None,
+            }
+        })
+    }
+
+    fn job_ended(&mut self, end: Result<JobEnd<M>, tokio::task::JoinError>) {
+        self.task = None;
+        match end {
+            Ok(end) => {
+                if let Some(rt) = end.runtime {
+                    self.runtime = Some(rt);
+                }
+                if let Some(why) = end.failed {
+                    self.say(SessionEvent::Failed(why));
+                }
+                let notes = self
+                    .runtime
+                    .as_ref()
+                    .and_then(|r| r.system_prompt())
+                    .map(|p| p.notes.clone())
+                    .unwrap_or_default();
+                self.say(SessionEvent::TurnEnded {
+                    outcome: end.outcome,
+                    notes,
+                });
+            }
+            Err(e) => {
+                // The runtime went down with the job: the conversation is on disk, so the
+                // session goes on from its transcript.
+                let mut why = format!("the turn failed inside Spear ({e})");
+                if self.runtime.is_none()
+                    && let Some(id) = self.session.clone()
+                {
+                    match self.resume(&id) {
+                        Ok(_) => why.push_str("; the session goes on from its transcript"),
+                        Err(r) => why.push_str(&format!("; the session could not be reopened: {r}")),
+                    }
+                }
+                self.say(SessionEvent::Failed(why.clone()));
+                // Whoever waits for the turn's end hears it.
+                self.sink.send(AgentEvent::Done {
+                    reason: StopReason::Error,
+                    tool_calls: 0,
+                    message: Some(why),
+                });
+                self.say(SessionEvent::TurnEnded {
+                    outcome: None,
+                    notes: Vec::new(),
+                });
+            }
+        }
+    }
+
+    fn set_model(&mut self, name: &str) {
+        match (self.parts.remodel)(name) {
+            Ok((model, info)) => {
+                // The conversation so far stays; the next request goes to the new model.
+                if let Some(rt) = &mut self.runtime {
+                    rt.set_model(model.clone());
+                }
+                self.say(SessionEvent::ModelChanged {
+                    provider: info.provider.clone(),
+                    model: info.model.clone(),
+                });
+                self.parts.model = Some((model, info));
+            }
+            Err(e) => self.say(SessionEvent::Failed(format!("/model {name}: {e}"))),
+        }
+    }
+
+    /// `/standard`: the library's standards, the engaged one marked.
+    fn list_standards(&self) {
+        let lib = &self.parts.standards.library;
+        match lib.list() {
+            Ok(list) if list.is_empty() => self.say(SessionEvent::Note(
+                "the standards library is empty: `spear standard add FILE|URL` adds one".into(),
+            )),
+            Ok(list) => {
+                let current = self.parts.standards.engaged.get();
+                let names: Vec<String> = list
+                    .iter()
+                    .map(|m| {
+                        let mark = if current.as_deref() == Some(m.name.as_str()) {
+                            " (engaged)"
+                        } else {
+                            ""
+                        };
+                        format!("{}{mark}", m.name)
+                    })
+                    .collect();
+                self.say(SessionEvent::Note(format!(
+                    "standards: {}; /standard NAME engages one",
+                    names.join(", ")
+                )));
+            }
+            Err(e) => self.say(SessionEvent::Failed(format!("/standard: {e}"))),
+        }
+    }
+
+    /// `/standard NAME` or `/standard off`.
+    fn engage(&self, arg: &str) {
+        let engaged = &self.parts.standards.engaged;
+        if arg == "off" {
+            engaged.set(None);
+            return self.say(SessionEvent::StandardChanged {
+                name: None,
+                note: "no standard engaged: the coding tools answer the next requests".into(),
+            });
+        }
+        match self.parts.standards.library.load(arg) {
+            Ok(s) => {
+                engaged.set(Some(arg.to_string()));
+                self.say(SessionEvent::StandardChanged {
+                    name: Some(arg.to_string()),
+                    note: format!(
+                        "{arg} engaged ({} units): each request is classified NORMATIVE, \
+                         IMPLEMENTATION or MIXED and answered with the normative tools",
+                        s.meta.units
+                    ),
+                });
+            }
+            Err(e) => self.say(SessionEvent::Failed(format!("/standard {arg}: {e}"))),
+        }
+    }
+}
+
+/// The running job's end (never, when none runs: the loop does not poll it then).
+async fn join<M: ChatModel + 'static>(
+    job: &mut Option<JoinHandle<JobEnd<M>>>,
+) -> Result<JobEnd<M>, tokio::task::JoinError> {
+    match job {
+        Some(j) => j.await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,394 @@
+//! The session actor (issue 18): ops are taken at any time; a narrowing (mode toward SAFE,
+//! network off) applies from the running turn's next call, a widening from the next turn;
+//! conversation-changing ops are refused during a turn; an approval is answered only by an answer
+//! naming it or a cancel, and an answer for a request no longer pending is refused. The session
+//! is built by the library's builder over the real sandbox; a running command is held at a gate
+//! (it waits for a file the test creates), so "during the turn" is an order of events, not a time.
+
+use std::time::Duration;
+
+use spear::agent::event::{AgentEvent, StopReason};
+use spear::agent::session::{
+    AppliesFrom, Change, OpKind, SessionEvent, SessionHandle, SessionOp, SessionStreams,
+};
+use spear::harness::command_policy::ApprovalDecision;
+use spear::harness::primitives::{ExecutionMode, ToolStatus};
+
+use crate::support::{Fixture, ScriptedModel, calls, text};
+
+/// A guard against a hang, not a measurement: every wait here is for an event that must come.
+const HANG: Duration = Duration::from_secs(60);
+
+/// A command that prints `started`, then waits until the file `go` exists in the workspace.
+fn gated(call: &str) -> (String, String) {
+    let args = serde_json::json!({
+        "command": "echo started; while [ ! -e go ]; do sleep 0.05; done; echo through",
+        "timeout": 120,
+    });
+    (call.to_string(), args.to_string())
+}
+
+struct Live {
+    handle: SessionHandle,
+    streams: SessionStreams,
+    agent: Vec<AgentEvent>,
+}
+
+impl Live {
+    fn start(f: &Fixture, model: std::sync::Arc<ScriptedModel>, mode: ExecutionMode, net: bool) -> Live {
+        let (handle, streams, _join) = f.session(model, mode, net).spawn();
+        Live {
+            handle,
+            streams,
+            agent: Vec::new(),
+        }
+    }
+
+    fn op(&self, op: SessionOp) {
+        assert!(self.handle.send(op), "the session ended early");
+    }
+
+    /// Agent events until one matches; all are kept.
+    async fn until(&mut self, what: &str, pred: impl Fn(&AgentEvent) -> bool) -> AgentEvent {
+        let wait = async {
+            loop {
+                let e = self.streams.agent.recv().await.expect("the session ended");
+                self.agent.push(e.clone());
+                if let AgentEvent::ToolCallFinished { envelope, .. } = &e
+                    && envelope.status == ToolStatus::Failed
+                    && envelope.sandbox_unavailable
+                {
+                    panic!("the sandbox is missing: install bubblewrap ({:?})", envelope.reason);
+                }
+                if pred(&e) {
+                    return e;
+                }
+            }
+        };
+        tokio::time::timeout(HANG, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {what} came; events so far: {:?}", self.agent))
+    }
+
+    /// The next session event.
+    async fn said(&mut self) -> SessionEvent {
+        tokio::time::timeout(HANG, self.streams.session.recv())
+            .await
+            .expect("the session said nothing")
+            .expect("the session ended")
+    }
+
+    /// The next session event that is not `Started`.
+    async fn answer(&mut self) -> SessionEvent {
+        loop {
+            match self.said().await {
+                SessionEvent::Started { .. } => continue,
+                e => return e,
+            }
+        }
+    }
+
+    async fn started(&mut self, call: &str) {
+        self.until("the gated command's output", |e| {
+            matches!(e, AgentEvent::OutputChunk { call_id, text, .. }
+                if call_id == call && text.contains("started"))
+        })
+        .await;
+    }
+
+    async fn finished(&mut self, call: &str) -> Box<spear::tools::envelope::ToolResultEnvelope> {
+        match self
+            .until(&format!("the end of {call}"), |e| {
+                matches!(e, AgentEvent::ToolCallFinished { call_id, .. } if call_id == call)
+            })
+            .await
+        {
+            AgentEvent::ToolCallFinished { envelope, .. } => envelope,
+            _ => unreachable!(),
+        }
+    }
+
+    async fn done(&mut self) -> StopReason {
+        match self
+            .until("done", |e| matches!(e, AgentEvent::Done { .. }))
+            .await
+        {
+            AgentEvent::Done { reason, .. } => reason,
+            _ => unreachable!(),
+        }
+    }
+}
+
+fn open_gate(f: &Fixture) {
+    std::fs::write(f.project.join("go"), "").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stricter_mode_applies_from_the_running_turns_next_call() {
+    let f = Fixture::new();
+    let (id, args) = gated("slow");
+    let model = ScriptedModel::new(vec![
+        calls(&[(&id, "terminal", &args)]),
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"x"}"#)]),
+        text("done"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    live.op(SessionOp::Submit("go".into()));
+    live.started("slow").await;
+    live.op(SessionOp::SetMode(ExecutionMode::Safe));
+    assert_eq!(
+        live.answer().await,
+        SessionEvent::Applied {
+            change: Change::Mode(ExecutionMode::Safe),
+            from: AppliesFrom::NextCall
+        }
+    );
+    open_gate(&f);
+    // The call that was running when the mode changed keeps what it was granted.
+    assert_eq!(live.finished("slow").await.status, ToolStatus::Ok);
+    let w = live.finished("w1").await;
+    assert_eq!(w.status, ToolStatus::Denied, "{:?}", w.reason);
+    assert!(w.reason.as_deref().unwrap().contains("SAFE"), "{:?}", w.reason);
+    assert!(!f.project.join("a.txt").exists());
+    assert_eq!(live.done().await, StopReason::Finished);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_laxer_mode_waits_for_the_next_turn() {
+    let f = Fixture::new();
+    let (id, args) = gated("slow");
+    let model = ScriptedModel::new(vec![
+        calls(&[(&id, "terminal", &args)]),
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"x"}"#)]),
+        text("turn one"),
+        calls(&[("w2", "write_file", r#"{"path":"a.txt","content":"y"}"#)]),
+        text("turn two"),
+    ]);
+    // The gated loop only reads, so ASK runs it without a question.
+    let mut live = Live::start(&f, model, ExecutionMode::Ask, false);
+    live.op(SessionOp::Submit("go".into()));
+    live.started("slow").await;
+    live.op(SessionOp::SetMode(ExecutionMode::Auto));
+    assert_eq!(
+        live.answer().await,
+        SessionEvent::Applied {
+            change: Change::Mode(ExecutionMode::Auto),
+            from: AppliesFrom::NextTurn
+        }
+    );
+    open_gate(&f);
+    // Still ASK in this turn: the write asks (and nobody says yes, so it is cancelled).
+    live.until("the write's approval", |e| {
+        matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w1")
+    })
+    .await;
+    live.op(SessionOp::Answer {
+        call_id: "w1".into(),
+        decision: ApprovalDecision::Deny(None),
+    });
+    assert_eq!(live.finished("w1").await.status, ToolStatus::Denied);
+    assert_eq!(live.done().await, StopReason::Finished);
+    // The next turn runs in AUTO: the write goes through without a question.
+    live.op(SessionOp::Submit("again".into()));
+    let w2 = live.finished("w2").await;
+    assert_eq!(w2.status, ToolStatus::Ok, "{:?}", w2.reason);
+    assert_eq!(std::fs::read_to_string(f.project.join("a.txt")).unwrap(), "y");
+    assert!(
+        !live
+            .agent
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w2")),
+        "AUTO asked"
+    );
+    assert_eq!(live.done().await, StopReason::Finished);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_off_applies_from_the_next_call_and_on_from_the_next_turn() {
+    let f = Fixture::new();
+    let (id, args) = gated("slow");
+    // A command that needs the network; it is never run here (the network is off by then).
+    let fetch = r#"{"command":"curl -s http://127.0.0.1:9/"}"#;
+    let model = ScriptedModel::new(vec![
+        calls(&[(&id, "terminal", &args)]),
+        calls(&[("net1", "terminal", fetch)]),
+        text("one"),
+        calls(&[("net2", "terminal", fetch)]),
+        text("two"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, true);
+    live.op(SessionOp::Submit("go".into()));
+    live.started("slow").await;
+    live.op(SessionOp::SetNetwork(false));
+    assert_eq!(
+        live.answer().await,
+        SessionEvent::Applied {
+            change: Change::Network(false),
+            from: AppliesFrom::NextCall
+        }
+    );
+    open_gate(&f);
+    let n1 = live.finished("net1").await;
+    assert_eq!(n1.status, ToolStatus::Denied, "{:?}", n1.reason);
+    assert!(n1.reason.as_deref().unwrap().contains("network"), "{:?}", n1.reason);
+    assert_eq!(live.done().await, StopReason::Finished);
+    assert!(matches!(live.answer().await, SessionEvent::TurnEnded { .. }));
+    // Switched on between turns: from the next turn. Then off again before it starts, so the
+    // command is still refused and nothing reaches a network in this test.
+    live.op(SessionOp::SetNetwork(true));
+    assert_eq!(
+        live.answer().await,
+        SessionEvent::Applied {
+            change: Change::Network(true),
+            from: AppliesFrom::NextTurn
+        }
+    );
+    live.op(SessionOp::SetNetwork(false));
+    live.answer().await;
+    live.op(SessionOp::Submit("again".into()));
+    assert_eq!(live.finished("net2").await.status, ToolStatus::Denied);
+    assert_eq!(live.done().await, StopReason::Finished);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversation_changes_are_refused_during_a_turn_with_a_reason() {
+    let f = Fixture::new();
+    let (id, args) = gated("slow");
+    let model = ScriptedModel::new(vec![calls(&[(&id, "terminal", &args)]), text("done")]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    live.op(SessionOp::Submit("go".into()));
+    live.started("slow").await;
+    for (op, kind) in [
+        (SessionOp::SetModel("other".into()), OpKind::SetModel),
+        (SessionOp::Compact, OpKind::Compact),
+        (SessionOp::New, OpKind::New),
+        (SessionOp::Resume("20261130T142233-1a2b".into()), OpKind::Resume),
+        (SessionOp::Standard(Some("off".into())), OpKind::Standard),
+        (SessionOp::Submit("another".into()), OpKind::Submit),
+        (
+            SessionOp::RunCommand {
+                call_id: "you-1".into(),
+                command: "ls".into(),
+            },
+            OpKind::RunCommand,
+        ),
+    ] {
+        live.op(op);
+        match live.answer().await {
+            SessionEvent::Refused { op, reason } => {
+                assert_eq!(op, kind);
+                assert!(reason.contains("a turn is running"), "{reason}");
+            }
+            other => panic!("{kind:?} was not refused: {other:?}"),
+        }
+    }
+    // Listing the standards only reads: it is answered during the turn.
+    live.op(SessionOp::Standard(None));
+    assert!(matches!(live.answer().await, SessionEvent::Note(n) if n.contains("standards")));
+    open_gate(&f);
+    assert_eq!(live.done().await, StopReason::Finished);
+    match live.answer().await {
+        SessionEvent::TurnEnded { outcome, .. } => {
+            assert_eq!(outcome.unwrap().reason, StopReason::Finished)
+        }
+        other => panic!("{other:?}"),
+    }
+    // Once the turn ended the same op is taken.
+    live.op(SessionOp::New);
+    assert!(matches!(
+        live.said().await,
+        SessionEvent::Started {
+            by_request: false,
+            ..
+        }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_approval_is_never_answered_by_a_mode_change() {
+    let f = Fixture::new();
+    let model = ScriptedModel::new(vec![
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"x"}"#)]),
+        calls(&[("w2", "write_file", r#"{"path":"b.txt","content":"x"}"#)]),
+        text("done"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Ask, false);
+    live.op(SessionOp::Submit("write".into()));
+    live.until("the approval", |e| {
+        matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w1")
+    })
+    .await;
+    live.op(SessionOp::SetMode(ExecutionMode::Auto));
+    assert!(matches!(live.answer().await, SessionEvent::Applied { from: AppliesFrom::NextTurn, .. }));
+    live.op(SessionOp::SetMode(ExecutionMode::Safe));
+    assert!(matches!(live.answer().await, SessionEvent::Applied { from: AppliesFrom::NextCall, .. }));
+    // An answer for another call is refused, and leaves the real one pending.
+    live.op(SessionOp::Answer {
+        call_id: "w9".into(),
+        decision: ApprovalDecision::Approve,
+    });
+    match live.answer().await {
+        SessionEvent::Refused { op, reason } => {
+            assert_eq!(op, OpKind::Answer);
+            assert!(reason.contains("w9"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        !live
+            .agent
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ToolCallFinished { .. })),
+        "the pending call went on without its answer"
+    );
+    // The person's yes is what decides the pending call; SAFE applies from the next one.
+    live.op(SessionOp::Answer {
+        call_id: "w1".into(),
+        decision: ApprovalDecision::Approve,
+    });
+    assert_eq!(live.finished("w1").await.status, ToolStatus::Ok);
+    assert_eq!(live.finished("w2").await.status, ToolStatus::Denied);
+    assert!(f.project.join("a.txt").exists() && !f.project.join("b.txt").exists());
+    assert_eq!(live.done().await, StopReason::Finished);
+    // The same answer again: nothing is pending any more.
+    live.op(SessionOp::Answer {
+        call_id: "w1".into(),
+        decision: ApprovalDecision::Approve,
+    });
+    loop {
+        match live.answer().await {
+            SessionEvent::TurnEnded { .. } => continue,
+            SessionEvent::Refused { op, .. } => {
+                assert_eq!(op, OpKind::Answer);
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_during_a_command_ends_the_turn_and_the_session_goes_on() {
+    let f = Fixture::new();
+    let (id, args) = gated("slow");
+    let model = ScriptedModel::new(vec![
+        calls(&[(&id, "terminal", &args)]),
+        text("never asked"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    live.op(SessionOp::Submit("go".into()));
+    live.started("slow").await;
+    live.op(SessionOp::Cancel);
+    let slow = live.finished("slow").await;
+    assert_eq!(slow.status, ToolStatus::Cancelled, "{:?}", slow.reason);
+    assert_eq!(live.done().await, StopReason::Cancelled);
+    // The person's own command runs next, through the same router.
+    live.op(SessionOp::RunCommand {
+        call_id: "you-1".into(),
+        command: "echo hello".into(),
+    });
+    let mine = live.finished("you-1").await;
+    assert_eq!(mine.status, ToolStatus::Ok, "{:?}", mine.reason);
+    assert!(mine.preview.contains("hello"));
+    assert_eq!(live.done().await, StopReason::Finished);
+}
