@@ -125,3 +125,71 @@ fn every_environment_variable_read_is_listed_in_config() {
     assert!(seen >= 15, "only {seen} reads found: the pattern no longer matches the code");
     assert!(missing.is_empty(), "not in config::env::VARIABLES:\n{}", missing.join("\n"));
 }
+
+/// Where a `ToolRouter` may be assembled by hand: the library's builder, and the test modules
+/// below, each a unit test of the router's own gates with a double for what the builder would
+/// not let it swap (issue 18: the builder's overrides never replace the sandbox, the audit log
+/// or the policy). A new file on this list is a decision to be made in review, with its reason.
+const ROUTER_BY_HAND: &[(&str, &str)] = &[
+    ("src/agent/builder.rs", "the one composition root"),
+    (
+        "tests/tools/support.rs",
+        "gate tests: an executor that records or refuses, so a refused command provably never runs",
+    ),
+    (
+        "tests/tools/fail_closed.rs",
+        "registers a tool that forgets to name its writes, which no shipped registry holds",
+    ),
+    (
+        "tests/tools/standards.rs",
+        "the normative tools over a library the test fills, with a recording executor",
+    ),
+    (
+        "tests/web/support.rs",
+        "the web pair with an executor that refuses every command (the web runs in-process)",
+    ),
+    (
+        "tests/agent_loop/support.rs",
+        "loop tests that count what was executed with a recording executor",
+    ),
+    (
+        "benches/agent_loop.rs",
+        "measures the loop's own overhead with a no-op tool and no commands",
+    ),
+];
+
+#[test]
+fn routers_are_built_by_the_builder_or_a_listed_test() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut dirs: Vec<PathBuf> = ["src", "tests", "benches", "examples"]
+        .iter()
+        .map(|d| root.join(d))
+        .filter(|d| d.exists())
+        .collect();
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && p != Path::new(file!()) {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                if text.contains(concat!("ToolRouter", "::new(")) && rel != "tests/layers.rs" {
+                    found.push(rel);
+                }
+            }
+        }
+    }
+    // Positive control: the builder itself was found by the scan.
+    assert!(found.iter().any(|f| f == "src/agent/builder.rs"), "{found:?}");
+    let stray: Vec<&String> = found
+        .iter()
+        .filter(|f| !ROUTER_BY_HAND.iter().any(|(p, _)| p == f))
+        .collect();
+    assert!(
+        stray.is_empty(),
+        "a ToolRouter assembled outside the library's builder (agent/builder.rs): {stray:?}; \
+         build through SessionBuilder, or list the file in ROUTER_BY_HAND with its reason"
+    );
+}

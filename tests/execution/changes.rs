@@ -7,18 +7,14 @@ use std::sync::Arc;
 
 use assert_cmd::Command;
 use serde_json::{Value, json};
-use spear::harness::command_policy::{CommandPolicy, NoApprover, PolicyConfig};
+use spear::agent::builder::{Place, SessionBuilder};
+use spear::config::HarnessSettings;
+use spear::harness::command_policy::NoApprover;
 use spear::harness::primitives::{ExecutionMode, ToolStatus, WorkspaceChanges};
 use spear::harness::runtime::CommandRunner;
-use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
-use spear::tools::coding;
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
-use spear::tools::host::{HostConfig, SpearHost};
-use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
-use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::runner_executor::RunnerExecutor;
+use spear::tools::router::ToolCall;
 use spear::tools::turn::Turn;
 use spear::tools::working_state::NOT_HASHED;
 
@@ -171,21 +167,13 @@ fn the_terminal_records_grounded_mutations_in_working_state() {
     let (_d, ws) = workspace();
     seed(&ws);
     let state = state_dir(&ws);
-    let host = SpearHost::new(
-        Workspace::new(&ws).unwrap(),
-        TargetPolicy::default(),
-        CommandPolicy::new(PolicyConfig {
-            workspace_root: Some(ws.clone()),
-            ..PolicyConfig::default()
-        }),
-        Box::new(RunnerExecutor::new(runner(&ws)).unwrap()),
-        ResultStore::open_in(&state, &ws, StoreLimits::default()).unwrap(),
-        HostConfig::default(),
-    );
-    let mut registry = ToolRegistry::new();
-    coding::register(&mut registry).unwrap();
-    let view = ToolExposurePolicy::view(&registry, &ExposureSettings::default());
-    let router = ToolRouter::new(registry, Arc::new(host));
+    require_bwrap();
+    // Built as every front end builds it: the library's builder, the real sandbox.
+    let place = Place::of(Workspace::new(&ws).unwrap(), ws.clone(), state);
+    let router = SessionBuilder::new(place, HarnessSettings::default(), "test")
+        .router()
+        .unwrap();
+    let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
     let mut turn = Turn::new(ExecutionMode::Auto, view, Arc::new(NoApprover));
     let call = ToolCall {
         id: "c1".into(),
