@@ -31,6 +31,8 @@ mod layers;
 mod patch;
 #[path = "support/pdf.rs"]
 mod pdf;
+#[path = "tools/pipeline.rs"]
+mod pipeline;
 #[path = "tools/refusals.rs"]
 mod refusals;
 #[path = "tools/result_store.rs"]

@@ -194,24 +194,13 @@ async fn consume(
         let Some(event) = event else { break };
         printer.event(&event);
         match &event {
-            AgentEvent::ApprovalRequested {
-                call_id,
-                mode,
-                command,
-                class,
-                asking_for,
-                reasons,
-                ..
-            } => {
-                let headline = format!("spear ({mode} mode) wants to run: {command}");
-                let detail = format!("class {class}; needs {}", asking_for.join(", "));
-                let reasons = reasons.clone();
-                let (task, call_id) = (task.clone(), call_id.clone());
+            AgentEvent::ApprovalRequested { request } => {
+                let (task, request) = (task.clone(), request.clone());
                 // Asked on a blocking thread so SIGINT is still heard meanwhile; a cancel
                 // answers first, and this later answer then finds nothing pending.
                 tokio::task::spawn_blocking(move || {
-                    let d = super::common::ask_on_tty(&headline, &detail, &reasons);
-                    let _ = task.answer(&call_id, d);
+                    let d = super::common::ask_request_on_tty(&request);
+                    let _ = task.answer(request.id, d);
                 });
             }
             AgentEvent::Done { .. } => break,

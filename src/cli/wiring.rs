@@ -12,7 +12,7 @@ use anyhow::Context;
 use spear::agent::config::HarnessSettings;
 use spear::harness::audit::default_state_home;
 use spear::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::harness::runtime::{CommandRunner, ProtectedScan, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
@@ -105,7 +105,7 @@ pub fn coding_router(place: Place, opts: &RouterOptions) -> anyhow::Result<ToolR
     let mut router = ToolRouter::new(registry, host.clone())
         .with_observer(Arc::new(AuditObserver::new(audit, opts.session.clone())));
     if let Some(tx) = &opts.previews {
-        router = router.with_observer(Arc::new(PreviewObserver::new(host, tx.clone())));
+        router = router.with_observer(Arc::new(PreviewObserver::new(tx.clone())));
     }
     if let Some(n) = opts.refusal_repeats {
         router = router.with_refusal_limit(n);
@@ -130,12 +130,16 @@ pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
 }
 
 /// The executor the terminal tool runs commands with: the sandboxed `CommandRunner`, with the
-/// target policy's protected directories bound read-only. When the sandbox cannot even be set
-/// up, every command is refused as "sandbox unavailable" and nothing runs unconfined.
+/// target policy's protected directories bound read-only. The workspace is walked for them
+/// only when a writable run first needs them: a read-only run binds nothing writable, so it
+/// never pays for the walk. When the sandbox cannot even be set up, every command is refused
+/// as "sandbox unavailable" and nothing runs unconfined.
 pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn CommandExecutor> {
     let mut config = runner_config(root, harness);
-    config.protected_paths =
-        TargetPolicy::default().protected_dirs(root, super::common::PROTECTED_SCAN_BUDGET);
+    let scan_root = root.to_path_buf();
+    config.protected_scan = Some(ProtectedScan::new(move || {
+        TargetPolicy::default().protected_dirs(&scan_root, super::common::PROTECTED_SCAN_BUDGET)
+    }));
     let built = CommandRunner::new(config)
         .map_err(|e| e.to_string())
         .and_then(|runner| {

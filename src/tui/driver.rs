@@ -173,9 +173,12 @@ impl<M: ChatModel + 'static> Driver<M> {
                 None => self.fail("no model is configured (README \"Connect a model\")"),
             },
             Effect::RunCommand { call_id, command } => self.run_command(call_id, command),
-            Effect::Answer { call_id, decision } => {
+            Effect::Answer {
+                request_id,
+                decision,
+            } => {
                 if let Some(t) = &self.task
-                    && let Err(e) = t.answer(&call_id, decision)
+                    && let Err(e) = t.answer(request_id, decision)
                 {
                     self.fail(e.to_string());
                 }
@@ -308,9 +311,7 @@ impl<M: ChatModel + 'static> Driver<M> {
                 name: "terminal".into(),
                 arguments: serde_json::json!({ "command": command }),
             };
-            task.set_current_call(Some(&call_id));
             let routed = router.call(&mut turn, &call);
-            task.set_current_call(None);
             match routed {
                 Ok(env) => sink.send(AgentEvent::ToolCallFinished {
                     call_id,

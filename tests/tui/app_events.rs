@@ -190,7 +190,7 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
     assert_eq!(
         fx,
         vec![Effect::Answer {
-            call_id: "c1".into(),
+            request_id: request_id("c1"),
             decision: ApprovalDecision::Approve
         }]
     );
@@ -199,7 +199,7 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
 }
 
 #[test]
-fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session() {
+fn n_denies_m_denies_with_a_message_and_s_answers_allow_for_session() {
     let t0 = Instant::now();
     let mut app = app(t0);
     agent(
@@ -209,7 +209,7 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000)),
         vec![Effect::Answer {
-            call_id: "c1".into(),
+            request_id: request_id("c1"),
             decision: ApprovalDecision::Deny(None)
         }]
     );
@@ -222,7 +222,7 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Enter), ms(t0, 2000)),
         vec![Effect::Answer {
-            call_id: "c2".into(),
+            request_id: request_id("c2"),
             decision: ApprovalDecision::Deny(Some("use cargo".into()))
         }]
     );
@@ -230,27 +230,17 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
         &mut app,
         approval("c3", "make", "SHELL_COMPLEX", &[], false),
     );
+    // `s` allows this exact command for the session: the router keeps the grant (tested at
+    // the router: tests/tools/approvals.rs), the dialog only says so in its answer.
     assert_eq!(
         press(&mut app, key(KeyCode::Char('s')), ms(t0, 3000)),
         vec![Effect::Answer {
-            call_id: "c3".into(),
-            decision: ApprovalDecision::Approve
-        }]
-    );
-    // The exact same call again: answered at once, no dialog.
-    let fx = agent(
-        &mut app,
-        approval("c4", "make", "SHELL_COMPLEX", &[], false),
-    );
-    assert_eq!(
-        fx,
-        vec![Effect::Answer {
-            call_id: "c4".into(),
-            decision: ApprovalDecision::Approve
+            request_id: request_id("c3"),
+            decision: ApprovalDecision::ApproveForSession
         }]
     );
     assert!(app.confirm.is_none());
-    // A different command still asks.
+    // Every approval the router sends opens the dialog.
     agent(
         &mut app,
         approval("c5", "make install", "SHELL_COMPLEX", &[], false),
@@ -260,7 +250,7 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Esc), ms(t0, 5000)),
         vec![Effect::Answer {
-            call_id: "c5".into(),
+            request_id: request_id("c5"),
             decision: ApprovalDecision::Deny(None)
         }]
     );
