@@ -9,6 +9,8 @@ mod audit_log;
 
 #[path = "support/alone.rs"]
 mod alone;
+#[path = "tools/approvals.rs"]
+mod approvals;
 #[path = "support/approver.rs"]
 mod approver;
 #[path = "tools/cli.rs"]

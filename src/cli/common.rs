@@ -134,3 +134,65 @@ pub fn ask_on_tty(lines: &[String]) -> ApprovalDecision {
         Ok(_) => ApprovalDecision::Deny(None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use spear::harness::command_policy::CommandClass;
+    use spear::harness::primitives::{Capability, CapabilitySet, ExecutionMode};
+    use spear::tools::approval::ApprovalId;
+    use spear::tools::preview::FileChange;
+
+    use super::*;
+
+    fn request(tool: &str, command: &str, preview: Option<Preview>) -> CallApprovalRequest {
+        CallApprovalRequest {
+            id: ApprovalId(1),
+            call_id: "c1".into(),
+            tool: tool.into(),
+            mode: ExecutionMode::Ask,
+            command: command.into(),
+            class: CommandClass::WorkspaceMutating,
+            asking_for: CapabilitySet::of(&[Capability::WorkspaceWrite]),
+            reasons: vec!["it writes".into()],
+            targets: Vec::new(),
+            network: false,
+            preview,
+        }
+    }
+
+    #[test]
+    fn a_command_is_shown_with_its_class_and_reasons() {
+        let lines = prompt_lines(&request("terminal", "touch a", None));
+        assert_eq!(
+            lines,
+            [
+                "spear (ASK mode) wants to run: touch a",
+                "  class WORKSPACE_MUTATING; needs workspace_write",
+                "  - it writes",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_diff_is_cut_to_a_head_and_a_tail_with_the_count_left_out() {
+        let before: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        let after: String = (0..100).map(|i| format!("LINE {i}\n")).collect();
+        let change = FileChange::new("f.txt", Some(before.as_bytes()), Some(after.as_bytes()));
+        let lines = prompt_lines(&request(
+            "write_file",
+            "write_file f.txt",
+            Some(Preview::FileChange(change)),
+        ));
+        assert_eq!(
+            lines[0],
+            "spear (ASK mode) wants to change `f.txt` with write_file (+100 -100)"
+        );
+        // One hunk header and 200 changed lines: 40 shown, then the count, then 10.
+        let diff = &lines[3..];
+        assert_eq!(diff.len(), DIFF_HEAD + 1 + DIFF_TAIL);
+        assert_eq!(diff[0], "  @@ -1,100 +1,100 @@");
+        assert_eq!(diff[1], "  -line 0");
+        assert_eq!(diff[DIFF_HEAD], "  ... 151 lines left out ...");
+        assert_eq!(diff[diff.len() - 1], "  +LINE 99");
+    }
+}

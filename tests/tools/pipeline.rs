@@ -1,5 +1,6 @@
 //! The router's call path is the spec's (5.1.4), asserted as one whole list: a call that asks
-//! and runs passes every step, in `SPEC_ORDER`; calls stopped early pass a prefix of it.
+//! and runs passes every step, in `SPEC_ORDER`; other calls pass the same order without the
+//! steps they did not reach or need.
 
 use std::sync::{Arc, Mutex};
 
