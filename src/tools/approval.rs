@@ -145,6 +145,24 @@ impl SessionGrants {
     pub fn list(&self) -> Vec<SessionGrant> {
         self.lock().clone()
     }
+
+    /// Take over `from`'s grants (the router a session rebuilds keeps the old one's): each one
+    /// not held yet is added under its own number.
+    pub fn carry_over(&self, from: &SessionGrants) {
+        if Arc::ptr_eq(&self.grants, &from.grants) {
+            return;
+        }
+        let theirs = from.list();
+        let mut mine = self.lock();
+        for g in theirs {
+            if !mine
+                .iter()
+                .any(|m| m.command == g.command && m.class == g.class)
+            {
+                mine.push(g);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -166,5 +184,12 @@ mod tests {
         assert_eq!(grants.find("touch a", CommandClass::ShellComplex), None);
         assert_eq!(grants.grant("touch a", CommandClass::WorkspaceMutating), g);
         assert_eq!(grants.list().len(), 1);
+        // A rebuilt router's grants take the old ones over, numbers kept.
+        let rebuilt = SessionGrants::default();
+        rebuilt.carry_over(&grants);
+        rebuilt.carry_over(&grants);
+        assert_eq!(rebuilt.list(), vec![g]);
+        let next = rebuilt.grant("make", CommandClass::ShellComplex);
+        assert_eq!(next.id, 2);
     }
 }

@@ -344,6 +344,8 @@ impl<M: ChatModel + 'static> Driver<M> {
                 ));
             }
         };
+        // "Allow for session" grants belong to the session, not to the network setting.
+        router.grants().carry_over(self.router.grants());
         self.router = router;
         // The conversation goes on in the same session, with the new router under it.
         if let (Some(old), Some(id)) = (self.runtime.clone(), self.session.clone()) {
