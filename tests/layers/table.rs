@@ -346,10 +346,10 @@ pub const TABLE: &[Layer] = &[
         within: None,
         may_use: &[
             ("agent", "the screen drives the agent"),
-            ("tools", "the screen shows envelopes and drives the router"),
             (
-                "coding tools",
-                "diffs of a pending patch are the patch tool's own",
+                "tools",
+                "the screen shows envelopes, drives the router and draws the tools' own previews \
+                 (it reaches no tool's code: no second parser of a call)",
             ),
             (
                 "primitives",
