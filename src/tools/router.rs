@@ -466,6 +466,7 @@ impl ToolRouter {
         );
         env.class = class;
         env.sandbox_unavailable = outcome.sandbox_unavailable;
+        env.decided_by = trace.decided_by;
         trace.steps.extend([Step::Envelope, Step::Record]);
         self.notify(turn, trace, &env, decision, outcome.bytes_written)?;
         Ok(env)
@@ -491,6 +492,7 @@ impl ToolRouter {
         if !matches!(refusal.gate, Gate::Approval | Gate::Authorization) {
             trace.decided_by = Some(DecidedBy::Policy);
         }
+        env.decided_by = trace.decided_by;
         trace.steps.extend([Step::Envelope, Step::Record]);
         let mut stopped = false;
         if refusal.gate.is_deterministic() {

@@ -5,6 +5,7 @@
 //! own. ("Allow for session" is a grant the router keeps: a granted call asks nothing.)
 
 use crate::agent::event::{AgentEvent, StopReason};
+use crate::harness::audit::DecidedBy;
 use crate::harness::primitives::ToolStatus;
 use crate::tui::app::App;
 use crate::tui::cells::{CellKind, NoticeKind, ToolCell};
@@ -140,6 +141,9 @@ impl App {
             ctx.push_str(&envelope.preview);
             self.pending_context.push(ctx);
         }
+        // The router answered from the person's "allow for session": said, as the dialog would.
+        let granted = (envelope.decided_by == Some(DecidedBy::SessionGrant))
+            .then(|| format!("allowed for this session (s): {}", t.target()));
         let fold = matches!(t.name.as_str(), "read_file" | "search_files")
             && envelope.status == ToolStatus::Ok;
         t.envelope = Some(envelope);
@@ -152,6 +156,9 @@ impl App {
                 .find(|c| matches!(&c.kind, CellKind::Tool(t) if t.call_id == call_id))
         {
             c.folded = true;
+        }
+        if let Some(said) = granted {
+            self.notice(NoticeKind::Info, said);
         }
     }
 }

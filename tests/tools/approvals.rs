@@ -115,9 +115,12 @@ fn allow_for_session_is_a_grant_for_exactly_that_command_and_the_audit_says_so()
     assert_eq!(keeps.asked().len(), 1);
     // The same command again, in a later turn of the session: the grant answers.
     let mut later = ask_turn(&router, keeps.clone());
+    let granted = call(&router, &mut later, "terminal", touch);
+    assert_eq!(granted.status, ToolStatus::Ok);
     assert_eq!(
-        call(&router, &mut later, "terminal", touch).status,
-        ToolStatus::Ok
+        granted.decided_by,
+        Some(spear::harness::audit::DecidedBy::SessionGrant),
+        "the envelope says so too (the screen tells the person)"
     );
     assert_eq!(
         keeps.asked().len(),

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spear::agent::event::{AgentEvent, StopReason};
+use spear::harness::audit::DecidedBy;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ExecutionMode;
 use spear::tui::event::{Effect, Event};
@@ -254,6 +255,40 @@ fn n_denies_m_denies_with_a_message_and_s_answers_allow_for_session() {
             decision: ApprovalDecision::Deny(None)
         }]
     );
+}
+
+#[test]
+fn a_call_the_routers_session_grant_answered_is_said_so() {
+    let mut app = app(Instant::now());
+    let started = |id: &str| AgentEvent::ToolCallStarted {
+        call_id: id.into(),
+        name: "terminal".into(),
+        arguments: serde_json::json!({"command": "make"}),
+    };
+    let finished = |id: &str, by| {
+        let mut env = envelope(id, "terminal", ok_output("", 0), None);
+        env.decided_by = by;
+        AgentEvent::ToolCallFinished {
+            call_id: id.into(),
+            envelope: env,
+        }
+    };
+    let notices = |app: &spear::tui::app::App| -> Vec<String> {
+        app.cells
+            .items
+            .iter()
+            .filter_map(|c| match &c.kind {
+                spear::tui::cells::CellKind::Notice { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    agent(&mut app, started("c1"));
+    agent(&mut app, finished("c1", Some(DecidedBy::Person)));
+    assert!(notices(&app).is_empty());
+    agent(&mut app, started("c2"));
+    agent(&mut app, finished("c2", Some(DecidedBy::SessionGrant)));
+    assert_eq!(notices(&app), ["allowed for this session (s): make"]);
 }
 
 #[test]
