@@ -1,7 +1,7 @@
 //! The loop's hands: performs the effects `update` asks for. Requests go to the `AgentRuntime`
 //! on a task of their own, each with its `TaskController`; `!COMMAND` goes through the same
 //! `ToolRouter` as the model's calls (same policy, dialog and audit), as a `terminal` call on a
-//! blocking thread; approvals are answered by call id; Esc cancels through the controller (the
+//! blocking thread; approvals are answered by request id; Esc cancels through the controller (the
 //! command is killed through its pidfd). Results come back as events on the loop's channels,
 //! never by touching the app. Invariant: at most one task runs at a time, and every task, cancelled
 //! or not, ends with a `done` event.
