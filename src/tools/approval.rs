@@ -1,15 +1,19 @@
 //! Approvals at the tool seam: the request the router builds for a call that needs a yes (its
 //! own id, the call's id, the tool, the typed class, the reasons, the capabilities asked for,
 //! the targets and the tool's typed preview), the `CallApprover` a front end answers it through,
-//! and the session grants "allow for session" leaves behind. Invariant: only the router builds a
-//! request (it knows the call, so no front end has to guess a call id), and a grant answers a
-//! later question only for exactly the command text and class it was given for.
+//! the session grants "allow for session" leaves behind, and `CallAsk`, through which the
+//! harness's authorization asks for one call. Invariant: a request is built only from the call
+//! the router is routing (the router alone makes a `CallAsk`, so no front end has to guess a
+//! call id), and a grant answers a later question only for exactly the command text and class
+//! it was given for.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+use crate::harness::audit::{DecidedBy, GrantRef};
 use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver, CommandClass};
 use crate::harness::primitives::{CapabilitySet, ExecutionMode};
 use crate::tools::preview::Preview;
@@ -162,6 +166,79 @@ impl SessionGrants {
                 mine.push(g);
             }
         }
+    }
+}
+
+/// The harness asks through this for one call: a session grant for exactly this command and
+/// class answers at once; otherwise the turn's approver is asked with the call's typed request
+/// (its id, the call, the tool, the preview). It remembers who answered and how, so a person's
+/// "no" is told apart from what the mode refuses, and a session grant is recorded as one.
+pub(crate) struct CallAsk<'a> {
+    inner: &'a dyn CallApprover,
+    grants: &'a SessionGrants,
+    call_id: &'a str,
+    tool: &'a str,
+    preview: Option<&'a Preview>,
+    answer: RefCell<Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)>>,
+}
+
+impl<'a> CallAsk<'a> {
+    pub(crate) fn new(
+        inner: &'a dyn CallApprover,
+        grants: &'a SessionGrants,
+        call_id: &'a str,
+        tool: &'a str,
+        preview: Option<&'a Preview>,
+    ) -> Self {
+        CallAsk {
+            inner,
+            grants,
+            call_id,
+            tool,
+            preview,
+            answer: RefCell::new(None),
+        }
+    }
+
+    /// How the question was answered, and by whom (`None`: nobody was asked).
+    pub(crate) fn into_answer(self) -> Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)> {
+        self.answer.into_inner()
+    }
+}
+
+impl Approver for CallAsk<'_> {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        if let Some(g) = self.grants.find(&request.command, request.class) {
+            let grant = GrantRef {
+                id: g.id,
+                class: g.class,
+            };
+            *self.answer.borrow_mut() = Some((
+                ApprovalDecision::Approve,
+                DecidedBy::SessionGrant,
+                Some(grant),
+            ));
+            return ApprovalDecision::Approve;
+        }
+        let asked = CallApprovalRequest {
+            id: ApprovalId::next(),
+            call_id: self.call_id.to_string(),
+            tool: self.tool.to_string(),
+            mode: request.mode,
+            command: request.command.clone(),
+            class: request.class,
+            asking_for: request.asking_for,
+            reasons: request.reasons.clone(),
+            targets: request.writes.clone(),
+            network: request.network,
+            preview: self.preview.cloned(),
+        };
+        let d = self.inner.approve(&asked);
+        if d == ApprovalDecision::ApproveForSession {
+            self.grants.grant(&request.command, request.class);
+        }
+        *self.answer.borrow_mut() = Some((d.clone(), DecidedBy::Person, None));
+        d
     }
 }
 

@@ -5,7 +5,6 @@
 //! authorization (ASK asks), the action, and normalisation into a `ToolResultEnvelope`. A refusal
 //! is a value on that path; `Err` only means an observer (the audit log) broke.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,11 +13,10 @@ use thiserror::Error;
 
 use crate::harness::audit::{DecidedBy, Decision, GrantRef};
 use crate::harness::command_policy::{
-    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
-    CommandClass, ExecutionProfile,
+    ApprovalDecision, AuthorizationResult, CommandAssessment, CommandClass, ExecutionProfile,
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::approval::{ApprovalId, CallApprovalRequest, CallApprover, SessionGrants};
+use crate::tools::approval::{CallAsk, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::gates::{gate_command_writes, gate_target};
 use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
@@ -70,55 +68,6 @@ struct Trace<'a> {
     /// Who decided, once someone did.
     decided_by: Option<DecidedBy>,
     grant: Option<GrantRef>,
-}
-
-/// The harness asks through this for one call: a session grant for exactly this command and
-/// class answers at once; otherwise the turn's approver is asked with the call's typed request
-/// (its id, the call, the tool, the preview). It remembers who answered and how, so a person's
-/// "no" is told apart from what the mode refuses, and a session grant is recorded as one.
-struct CallAsk<'a> {
-    inner: &'a dyn CallApprover,
-    grants: &'a SessionGrants,
-    call_id: &'a str,
-    tool: &'a str,
-    preview: Option<&'a Preview>,
-    answer: RefCell<Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)>>,
-}
-
-impl Approver for CallAsk<'_> {
-    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        if let Some(g) = self.grants.find(&request.command, request.class) {
-            let grant = GrantRef {
-                id: g.id,
-                class: g.class,
-            };
-            *self.answer.borrow_mut() = Some((
-                ApprovalDecision::Approve,
-                DecidedBy::SessionGrant,
-                Some(grant),
-            ));
-            return ApprovalDecision::Approve;
-        }
-        let asked = CallApprovalRequest {
-            id: ApprovalId::next(),
-            call_id: self.call_id.to_string(),
-            tool: self.tool.to_string(),
-            mode: request.mode,
-            command: request.command.clone(),
-            class: request.class,
-            asking_for: request.asking_for,
-            reasons: request.reasons.clone(),
-            targets: request.writes.clone(),
-            network: request.network,
-            preview: self.preview.cloned(),
-        };
-        let d = self.inner.approve(&asked);
-        if d == ApprovalDecision::ApproveForSession {
-            self.grants.grant(&request.command, request.class);
-        }
-        *self.answer.borrow_mut() = Some((d.clone(), DecidedBy::Person, None));
-        d
-    }
 }
 
 impl ToolRouter {
@@ -377,16 +326,15 @@ impl ToolRouter {
         trace: &mut Trace<'_>,
         preview: Option<&Preview>,
     ) -> Result<(ExecutionProfile, Decision), Refusal> {
-        let recording = CallAsk {
-            inner: turn.approver.as_ref(),
-            grants: &self.grants,
-            call_id: &trace.call.id,
-            tool: &trace.tool.spec.name,
+        let recording = CallAsk::new(
+            turn.approver.as_ref(),
+            &self.grants,
+            &trace.call.id,
+            &trace.tool.spec.name,
             preview,
-            answer: RefCell::new(None),
-        };
+        );
         let result = self.host.authorize(turn.mode, a, &recording);
-        let answer = recording.answer.into_inner();
+        let answer = recording.into_answer();
         // Nobody decided a cancelled question; otherwise whoever answered, or else the mode.
         (trace.decided_by, trace.grant) = match &answer {
             Some((ApprovalDecision::Cancel(_), _, _)) => (None, None),
