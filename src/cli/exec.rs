@@ -155,8 +155,12 @@ struct Stdio;
 
 impl OutputTap for Stdio {
     fn chunk(&self, _call_id: &str, stream: OutputStream, bytes: &[u8]) {
+        // Flushed chunk by chunk: a prompt or a progress line without a newline shows too.
         let _ = match stream {
-            OutputStream::Stdout => std::io::stdout().write_all(bytes),
+            OutputStream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
             OutputStream::Stderr => std::io::stderr().write_all(bytes),
         };
     }
