@@ -11,6 +11,8 @@ mod audit_log;
 mod compaction;
 #[path = "agent_loop/config.rs"]
 mod config;
+#[path = "agent_loop/front_ends.rs"]
+mod front_ends;
 #[path = "agent_loop/prompt.rs"]
 mod prompt;
 #[path = "agent_loop/refusals.rs"]

@@ -107,7 +107,10 @@ fn harness_modules_import_their_siblings_without_cycles() {
 /// one documented list (issue 18: every variable Spear reads, in one place).
 #[test]
 fn every_environment_variable_read_is_listed_in_config() {
-    let listed: Vec<&str> = spear::config::env::VARIABLES.iter().map(|v| v.name).collect();
+    let listed: Vec<&str> = spear::config::env::VARIABLES
+        .iter()
+        .map(|v| v.name)
+        .collect();
     let read = regex::Regex::new(r#"\b(?:var|var_os|get)\("([A-Z][A-Z0-9_]+)"\)"#).unwrap();
     let mut seen = 0;
     let mut missing = Vec::new();
@@ -122,8 +125,15 @@ fn every_environment_variable_read_is_listed_in_config() {
         }
     }
     // Positive control: the reads the settings are made of were found.
-    assert!(seen >= 15, "only {seen} reads found: the pattern no longer matches the code");
-    assert!(missing.is_empty(), "not in config::env::VARIABLES:\n{}", missing.join("\n"));
+    assert!(
+        seen >= 15,
+        "only {seen} reads found: the pattern no longer matches the code"
+    );
+    assert!(
+        missing.is_empty(),
+        "not in config::env::VARIABLES:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// Where a `ToolRouter` may be assembled by hand: the library's builder, and the test modules
@@ -182,7 +192,10 @@ fn routers_are_built_by_the_builder_or_a_listed_test() {
         }
     }
     // Positive control: the builder itself was found by the scan.
-    assert!(found.iter().any(|f| f == "src/agent/builder.rs"), "{found:?}");
+    assert!(
+        found.iter().any(|f| f == "src/agent/builder.rs"),
+        "{found:?}"
+    );
     let stray: Vec<&String> = found
         .iter()
         .filter(|f| !ROUTER_BY_HAND.iter().any(|(p, _)| p == f))

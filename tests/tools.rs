@@ -9,6 +9,8 @@ mod audit_log;
 
 #[path = "support/alone.rs"]
 mod alone;
+#[path = "tools/approvals.rs"]
+mod approvals;
 #[path = "support/approver.rs"]
 mod approver;
 #[path = "tools/cli.rs"]
@@ -31,6 +33,8 @@ mod layers;
 mod patch;
 #[path = "support/pdf.rs"]
 mod pdf;
+#[path = "tools/pipeline.rs"]
+mod pipeline;
 #[path = "tools/refusals.rs"]
 mod refusals;
 #[path = "tools/result_store.rs"]

@@ -21,7 +21,7 @@ use crate::config::HarnessSettings;
 use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
 use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
 use crate::harness::primitives::ExecutionMode;
-use crate::harness::runtime::{CommandRunner, RunnerConfig};
+use crate::harness::runtime::{CommandRunner, ProtectedScan, RunnerConfig};
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
@@ -130,11 +130,16 @@ pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
 }
 
 /// The executor the terminal tool runs commands with: the sandboxed `CommandRunner`, with the
-/// target policy's protected directories bound read-only. When the sandbox cannot even be set
-/// up, every command is refused as "sandbox unavailable" and nothing runs unconfined.
+/// target policy's protected directories bound read-only. The workspace is walked for them
+/// only when a writable run first needs them: a read-only run binds nothing writable, so it
+/// never pays for the walk. When the sandbox cannot even be set up, every command is refused
+/// as "sandbox unavailable" and nothing runs unconfined.
 pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn CommandExecutor> {
     let mut config = runner_config(root, harness);
-    config.protected_paths = TargetPolicy::default().protected_dirs(root, PROTECTED_SCAN_BUDGET);
+    let scan_root = root.to_path_buf();
+    config.protected_scan = Some(ProtectedScan::new(move || {
+        TargetPolicy::default().protected_dirs(&scan_root, PROTECTED_SCAN_BUDGET)
+    }));
     let built = CommandRunner::new(config)
         .map_err(|e| e.to_string())
         .and_then(|runner| {
@@ -169,11 +174,8 @@ pub struct SessionBuilder {
     audit_session: String,
     network: bool,
     engaged: EngagedStandard,
-    observers: Vec<ObserverFactory>,
+    observers: Vec<Arc<dyn ToolObserver>>,
 }
-
-/// Makes an observer that may read through the router's own host (the screen's previews).
-pub type ObserverFactory = Box<dyn Fn(&Arc<SpearHost>) -> Arc<dyn ToolObserver> + Send>;
 
 impl SessionBuilder {
     /// Tools over `place` as `harness` configures them, audited under `audit_session` (a
@@ -203,14 +205,11 @@ impl SessionBuilder {
         self
     }
 
-    /// One more observer after the audit log, made over the router's host (the screen's
-    /// previews). It sees calls; it can neither decide nor confine them.
+    /// One more observer after the audit log (the screen's previews). It sees calls; it can
+    /// neither decide nor confine them.
     #[must_use]
-    pub fn observer(
-        mut self,
-        make: impl Fn(&Arc<SpearHost>) -> Arc<dyn ToolObserver> + Send + 'static,
-    ) -> Self {
-        self.observers.push(Box::new(make));
+    pub fn observer(mut self, observer: Arc<dyn ToolObserver>) -> Self {
+        self.observers.push(observer);
         self
     }
 
@@ -263,8 +262,8 @@ impl SessionBuilder {
                 self.audit_session.clone(),
             )))
             .with_refusal_limit(self.harness.refusal_repeats);
-        for make in &self.observers {
-            router = router.with_observer(make(&host));
+        for o in &self.observers {
+            router = router.with_observer(o.clone());
         }
         Ok(router)
     }

@@ -8,8 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::model::Usage;
 use crate::agent::request_class::ClassifiedBy;
-use crate::harness::command_policy::ApprovalRequest;
-use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::{ApprovalId, CallApprovalRequest};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::exposure::{Pass, RequestClass};
 use crate::tools::spec::Surface;
@@ -56,16 +55,20 @@ pub enum AgentEvent {
         call_id: String,
         envelope: Box<ToolResultEnvelope>,
     },
-    /// A call needs the person's yes. Answer it with `TaskController::answer(call_id, ..)`.
+    /// A call needs the person's yes. Answer it with `TaskController::answer(request_id, ..)`.
+    /// On the wire the request's fields stand in the event itself: `request_id`, `call_id`,
+    /// `tool`, `mode`, `command`, `class`, `asking_for`, `reasons`, `writes`, `network`, and the
+    /// preview's shape (`preview`: a file change's path and line counts, or the command's
+    /// assessment; never a file's content).
     ApprovalRequested {
-        call_id: String,
-        mode: ExecutionMode,
-        command: String,
-        class: String,
-        asking_for: Vec<String>,
-        reasons: Vec<String>,
-        writes: Vec<String>,
-        network: bool,
+        #[serde(flatten)]
+        request: Box<CallApprovalRequest>,
+    },
+    /// An answer named a request that is not pending (answered already, cancelled, never
+    /// asked): it was refused, nothing was decided by it.
+    ApprovalAnswerRefused {
+        request_id: ApprovalId,
+        reason: String,
     },
     /// The response was cut at the token cap; the model is told too.
     Truncated { max_tokens: u32, message: String },
@@ -129,19 +132,6 @@ impl AgentEvent {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
             total_tokens: u.total_tokens,
-        }
-    }
-
-    pub fn approval(call_id: &str, r: &ApprovalRequest) -> Self {
-        AgentEvent::ApprovalRequested {
-            call_id: call_id.to_string(),
-            mode: r.mode,
-            command: r.command.clone(),
-            class: r.class.as_str().to_string(),
-            asking_for: r.asking_for.iter().map(|c| c.to_string()).collect(),
-            reasons: r.reasons.clone(),
-            writes: r.writes.clone(),
-            network: r.network,
         }
     }
 

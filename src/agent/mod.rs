@@ -2,8 +2,8 @@
 //! the task that spans a request's turns. Invariant (DESIGN.md): `agent` may use `tools` and
 //! `harness`, never the reverse; the router is the only way a model's call reaches a tool.
 
-pub mod compact;
 pub mod builder;
+pub mod compact;
 pub mod context;
 pub mod event;
 pub mod model;

@@ -24,8 +24,8 @@ use crate::tools::turn::Turn;
 mod calls;
 mod passes;
 
-pub use calls::parse_arguments;
 pub(crate) use calls::EventTap;
+pub use calls::parse_arguments;
 
 /// What the loop is bounded by.
 #[derive(Debug, Clone)]

@@ -1,9 +1,10 @@
 //! `TaskController`: one request across its turns. It owns the request's cancellation (the model
 //! stream is dropped and a running sandboxed command is killed through its pidfd), its event
-//! channel, and its approvals: the router asks through a synchronous `Approver`, which this
-//! turns into an `approval_requested` event and waits for one answer keyed by the call's id,
-//! from the TUI, `spear run`, or a cancel. Invariant: at most one approval is pending; a cancel
-//! answers it `cancelled`, and no approval ever defaults to yes.
+//! channel, and its approvals: the router asks through a synchronous `CallApprover` with the
+//! call's typed request, which this turns into an `approval_requested` event and waits for one
+//! answer naming the request's id, from the TUI, `spear run`, or a cancel. Invariant: at most
+//! one approval is pending; a cancel answers it `cancelled`; an answer to a request that is not
+//! pending is refused and reported (`approval_answer_refused`); no approval defaults to yes.
 
 use std::sync::{Arc, Mutex};
 
@@ -13,8 +14,9 @@ use tokio::sync::oneshot;
 use crate::agent::event::{AgentEvent, EventSink};
 use crate::agent::model::{ChatMessage, ChatModel, ChatRequest};
 use crate::agent::request_class::{self, ClassifiedBy, RuleVerdict};
-use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver};
+use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::{ApprovalId, CallApprovalRequest, CallApprover};
 use crate::tools::executor::CancelToken;
 use crate::tools::exposure::RequestClass;
 
@@ -48,12 +50,13 @@ impl Classification {
 /// An answer that could not be delivered.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum AnswerError {
-    #[error("no approval is pending for call `{0}`")]
-    NotPending(String),
+    /// The request was answered already, cancelled, or never asked.
+    #[error("approval request {0} is not pending (answered, cancelled, or never asked)")]
+    NotPending(ApprovalId),
 }
 
 struct Pending {
-    call_id: String,
+    id: ApprovalId,
     answer: oneshot::Sender<ApprovalDecision>,
 }
 
@@ -64,8 +67,6 @@ struct Shared {
     /// Set just before the request's last event (`done`): what follows is only its return.
     ended: std::sync::atomic::AtomicBool,
     events: EventSink,
-    /// The call the router is working on (approvals are asked on its behalf).
-    current_call: Mutex<Option<String>>,
     pending: Mutex<Option<Pending>>,
 }
 
@@ -108,7 +109,6 @@ impl TaskController {
                 cancel: CancelToken::new(),
                 ended: std::sync::atomic::AtomicBool::new(false),
                 events,
-                current_call: Mutex::new(None),
                 pending: Mutex::new(None),
             }),
         }
@@ -254,52 +254,56 @@ impl TaskController {
         self.shared.cancel.is_cancelled()
     }
 
-    /// The call id of the approval waiting for an answer, if any.
-    pub fn pending_approval(&self) -> Option<String> {
-        lock(&self.shared.pending)
-            .as_ref()
-            .map(|p| p.call_id.clone())
+    /// The id of the approval request waiting for an answer, if any.
+    pub fn pending_approval(&self) -> Option<ApprovalId> {
+        lock(&self.shared.pending).as_ref().map(|p| p.id)
     }
 
-    /// Answer the pending approval of `call_id`.
-    pub fn answer(&self, call_id: &str, decision: ApprovalDecision) -> Result<(), AnswerError> {
+    /// Answer the pending approval request `request_id`. An answer for a request that is not
+    /// pending (answered already, cancelled, never asked) is refused, and the refusal is
+    /// reported on the event stream (`approval_answer_refused`) as well as returned.
+    pub fn answer(
+        &self,
+        request_id: ApprovalId,
+        decision: ApprovalDecision,
+    ) -> Result<(), AnswerError> {
         let mut pending = lock(&self.shared.pending);
         match pending.take() {
-            Some(p) if p.call_id == call_id => {
+            Some(p) if p.id == request_id => {
                 let _ = p.answer.send(decision);
                 Ok(())
             }
             other => {
                 *pending = other;
-                Err(AnswerError::NotPending(call_id.to_string()))
+                drop(pending);
+                let err = AnswerError::NotPending(request_id);
+                self.shared.events.send(AgentEvent::ApprovalAnswerRefused {
+                    request_id,
+                    reason: err.to_string(),
+                });
+                Err(err)
             }
         }
     }
 
-    /// The router is about to route `call_id` (or has finished: `None`).
-    pub(crate) fn set_current_call(&self, call_id: Option<&str>) {
-        *lock(&self.shared.current_call) = call_id.map(str::to_string);
-    }
-
     /// The approver the router asks through for this task.
-    pub fn approver(&self) -> Arc<dyn Approver + Send + Sync> {
+    pub fn approver(&self) -> Arc<dyn CallApprover> {
         Arc::new(TaskApprover {
             shared: self.shared.clone(),
         })
     }
 }
 
-/// The router's `Approver` for a task. Called on the router's (blocking) thread: it registers
-/// the question, announces it, and blocks until `answer` or `cancel` delivers a decision.
+/// The router's `CallApprover` for a task. Called on the router's (blocking) thread: it
+/// registers the question, announces it, and blocks until `answer` or `cancel` delivers a
+/// decision.
 struct TaskApprover {
     shared: Arc<Shared>,
 }
 
-impl Approver for TaskApprover {
-    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        let call_id = lock(&self.shared.current_call)
-            .clone()
-            .unwrap_or_else(|| "unknown".into());
+impl CallApprover for TaskApprover {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+        let id = request.id;
         let (tx, rx) = oneshot::channel();
         {
             // Checked under the lock `cancel` takes, so a cancel is either seen here or answers
@@ -310,24 +314,21 @@ impl Approver for TaskApprover {
             }
             if let Some(other) = pending.as_ref() {
                 return ApprovalDecision::Cancel(format!(
-                    "another approval (call `{}`) is still pending",
-                    other.call_id
+                    "another approval (request {}) is still pending",
+                    other.id
                 ));
             }
-            *pending = Some(Pending {
-                call_id: call_id.clone(),
-                answer: tx,
-            });
+            *pending = Some(Pending { id, answer: tx });
         }
-        self.shared
-            .events
-            .send(AgentEvent::approval(&call_id, request));
+        self.shared.events.send(AgentEvent::ApprovalRequested {
+            request: Box::new(request.clone()),
+        });
         let decision = rx.blocking_recv().unwrap_or_else(|_| {
             ApprovalDecision::Cancel("nobody could answer the approval".into())
         });
         // An answer delivered removed the entry already; a dropped sender leaves nothing.
         let mut pending = lock(&self.shared.pending);
-        if pending.as_ref().is_some_and(|p| p.call_id == call_id) {
+        if pending.as_ref().is_some_and(|p| p.id == id) {
             pending.take();
         }
         decision

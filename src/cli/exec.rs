@@ -1,23 +1,28 @@
-//! `spear exec`: one command through the whole harness: classify, authorize (asking on the
-//! terminal in ASK mode), run confined, print. Exit codes: the command's own when it ran, 124 on
-//! timeout, 126 when refused or cancelled, 127 when not found, 125 when Spear could not run it.
+//! `spear exec`: one command through the whole harness, as a `terminal` call through the same
+//! `ToolRouter` (built by the same wiring) as `spear tool` and the model's calls: the same gates
+//! in the same order, ASK asking on the terminal, the sandbox, and the router's audit record.
+//! What is its own: the command's output streams to this process's stdout and stderr as it
+//! comes (the turn's output tap), the time limit is `--timeout` or else the sandbox's own 45 s
+//! (a front-end override the terminal honours, not the model's 180 s), and the exit codes: the
+//! command's own when it ran, 124 on timeout, 126 when refused or cancelled, 127 when not
+//! found, 125 when Spear could not run it.
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use spear::agent::builder;
-use spear::harness::audit::default_state_home;
+use spear::agent::builder::{Place, SessionBuilder};
 use spear::harness::audit::display::escape_controls;
-use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
-use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
-use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
-use spear::harness::process::{OutputSink, OutputStream};
-use spear::harness::runtime::{CommandRunner, RunRequest};
-use spear::harness::target_policy::TargetPolicy;
-use spear::harness::workspace::Workspace;
+use spear::harness::primitives::{ExecutionMode, ToolStatus};
+use spear::harness::runtime::DEFAULT_TIMEOUT;
+use spear::tools::envelope::ToolResultEnvelope;
+use spear::tools::executor::{OutputStream, OutputTap};
+use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use spear::tools::router::ToolCall;
+use spear::tools::turn::Turn;
 
 #[derive(Args)]
 pub struct ExecArgs {
@@ -39,109 +44,73 @@ pub struct ExecArgs {
 }
 
 pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    let workspace =
-        Workspace::new(&cwd).context("cannot use the current directory as the workspace")?;
-    let root = workspace.project_root().to_path_buf();
-    let state = default_state_home()
-        .context("cannot find a state directory for the audit log")?;
-    let audit = builder::open_audit(&state, &root)?;
-    let command = join_command(&args.command);
-    let policy = CommandPolicy::new(PolicyConfig {
-        network_enabled: args.network,
-        workspace_root: Some(root.clone()),
-        host_read_paths: Vec::new(),
-    });
-    let targets = TargetPolicy::default();
-    let started = Instant::now();
-    let assessment = policy.classify(&command);
-    let mut event = AuditEvent::new(session_id(), "exec", Decision::Allowed);
-    event.target = AuditTarget::Command(command.clone());
-    event.class = Some(assessment.class);
-    event.mode = Some(args.mode);
-    let result = if let Err(refusal) = targets.check_command_writes(&workspace, &assessment) {
-        event.decision = Decision::Refused;
-        event.refusal_rule = Some(refusal.rule.as_str().to_string());
-        ToolResult::denied(refusal.reason)
-    } else {
-        match policy.authorize(args.mode, &assessment, &super::common::TtyApprover) {
-            AuthorizationResult::Denied { reason } => {
-                event.decision = Decision::Denied;
-                ToolResult::denied(reason)
-            }
-            AuthorizationResult::Cancelled { reason } => {
-                event.decision = Decision::Cancelled;
-                ToolResult::cancelled(reason)
-            }
-            AuthorizationResult::Granted { profile, asked, .. } => {
-                if asked {
-                    event.decision = Decision::Approved;
-                }
-                let mut config =
-                    builder::runner_config(&root, &super::common::harness_settings()?);
-                // Only a writable run binds anything inside the workspace read-only; a
-                // read-only one need not walk the tree for protected directories.
-                if profile.workspace_write {
-                    config.protected_paths =
-                        targets.protected_dirs(&root, builder::PROTECTED_SCAN_BUDGET);
-                }
-                if let Some(t) = args.timeout {
-                    anyhow::ensure!(
-                        t > 0.0 && t.is_finite(),
-                        "--timeout must be a positive number of seconds"
-                    );
-                    config.default_timeout = Duration::from_secs_f64(t);
-                }
-                // The sandbox's messages already end with their io cause; as text, so that
-                // `{:#}` does not print that cause twice.
-                let runner = CommandRunner::new(config)
-                    .map_err(|e| anyhow::anyhow!("cannot set up the sandbox: {e}"))?;
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .context("cannot start the async runtime")?;
-                let request = RunRequest {
-                    command: command.clone(),
-                    profile,
-                    timeout: None,
-                };
-                let mut sink = CountingSink {
-                    echo: !args.json,
-                    bytes: 0,
-                };
-                let result = rt.block_on(runner.run(&request, &mut sink));
-                event.output_bytes = Some(sink.bytes);
-                result
-            }
+    let timeout = match args.timeout {
+        Some(t) => {
+            anyhow::ensure!(
+                t > 0.0 && t.is_finite(),
+                "--timeout must be a positive number of seconds"
+            );
+            Duration::from_secs_f64(t)
         }
+        None => DEFAULT_TIMEOUT,
     };
-    event.status = Some(result.status);
-    event.exit_code = result.exit_code;
-    event.duration = Some(started.elapsed());
-    event.changed_paths = Some(result.changed_paths.len() as u64);
-    event.changed.clone_from(&result.changed_paths);
-    event.changes_incomplete = result
-        .changes
-        .as_ref()
-        .is_some_and(|c| c.incomplete.is_some());
-    audit
-        .append(&event)
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let place =
+        Place::find(Some(cwd)).context("cannot use the current directory as the workspace")?;
+    let router = SessionBuilder::new(place, super::common::harness_settings()?, session_id())
+        .network(args.network)
+        .router()?;
+    let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
+    let mut turn = Turn::new(args.mode, view, super::common::TtyApprover);
+    turn.command_timeout = Some(timeout);
+    if !args.json {
+        turn.output_tap = Some(Arc::new(Stdio));
+    }
+    let call = ToolCall {
+        id: "exec-1".into(),
+        name: "terminal".into(),
+        arguments: serde_json::json!({ "command": join_command(&args.command) }),
+    };
+    let env = router
+        .call(&mut turn, &call)
         .context("cannot write the audit record for this command")?;
     if args.json {
-        let mut v = serde_json::to_value(&result)?;
-        if let Some(o) = v.as_object_mut() {
-            o.insert("class".into(), serde_json::to_value(assessment.class)?);
-        }
-        println!("{v}");
-    } else if result.status != ToolStatus::Ok {
+        println!("{}", result_json(&env));
+    } else if env.status != ToolStatus::Ok {
         // The reason may quote the command or its stderr: shown escaped.
         eprintln!(
             "spear: {}: {}",
-            result.status,
-            escape_controls(result.reason.as_deref().unwrap_or("no reason given"))
+            env.status,
+            escape_controls(env.reason.as_deref().unwrap_or("no reason given"))
         );
     }
-    Ok(super::common::exit_code(result.status, result.exit_code))
+    Ok(super::common::exit_code(env.status, env.exit_code))
+}
+
+/// `--json`: the ToolResult's fields (`status`, `reason`, `stdout`, `stderr`, `exit_code`,
+/// `changed_paths`, `changes`) and the command's `class`, from the router's envelope.
+fn result_json(env: &ToolResultEnvelope) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "status": env.status,
+        "stdout": env.stdout,
+        "stderr": env.stderr,
+        "exit_code": env.exit_code,
+        "changed_paths": env.changed_paths,
+        "class": env.class,
+    });
+    if let Some(o) = v.as_object_mut() {
+        if let Some(r) = &env.reason {
+            o.insert("reason".into(), r.clone().into());
+        }
+        if let Some(c) = env
+            .changes
+            .as_ref()
+            .and_then(|c| serde_json::to_value(c).ok())
+        {
+            o.insert("changes".into(), c);
+        }
+    }
+    v
 }
 
 /// A session id for one `spear exec` process: its pid and start time, enough to group records.
@@ -173,21 +142,18 @@ fn quote(s: &str) -> String {
     }
 }
 
-/// Counts the command's output (the audit records its size, never its content) and, unless
-/// JSON was asked for, streams it to this process's stdout and stderr as it comes.
-struct CountingSink {
-    echo: bool,
-    bytes: u64,
-}
+/// Without `--json`, the command's output goes to this process's stdout and stderr as it
+/// comes (the ResultStore keeps it whole and the audit log records its size, as for any call).
+struct Stdio;
 
-impl OutputSink for CountingSink {
-    fn write(&mut self, stream: OutputStream, bytes: &[u8]) {
-        self.bytes += bytes.len() as u64;
-        if !self.echo {
-            return;
-        }
+impl OutputTap for Stdio {
+    fn chunk(&self, _call_id: &str, stream: OutputStream, bytes: &[u8]) {
+        // Flushed chunk by chunk: a prompt or a progress line without a newline shows too.
         let _ = match stream {
-            OutputStream::Stdout => std::io::stdout().write_all(bytes),
+            OutputStream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
             OutputStream::Stderr => std::io::stderr().write_all(bytes),
         };
     }
@@ -209,6 +175,7 @@ mod tests {
     #[test]
     fn exit_codes_follow_the_design() {
         use super::super::common::exit_number as code;
+        use spear::harness::primitives::ToolResult;
         let exit_code = |r: &ToolResult| code(r.status, r.exit_code);
         let mut ok = ToolResult::ok("");
         ok.exit_code = Some(3);

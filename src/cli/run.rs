@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use spear::config::{self, Env, Flags};
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::runtime::{RuntimeOptions, TaskOutcome};
 use spear::agent::session::{
     ModelInfo, SessionEvent, SessionHandle, SessionOp, SessionStore, SessionStreams,
 };
+use spear::config::{self, Env, Flags};
 use spear::harness::primitives::ExecutionMode;
 
 use super::run_output::Printer;
@@ -202,24 +202,15 @@ async fn drive(
 /// Ask the approval on the terminal, on a blocking thread so SIGINT is still heard meanwhile; a
 /// cancel answers first, and this later answer is then refused as no longer pending.
 fn ask(session: &SessionHandle, event: &AgentEvent) {
-    let AgentEvent::ApprovalRequested {
-        call_id,
-        mode,
-        command,
-        class,
-        asking_for,
-        reasons,
-        ..
-    } = event
-    else {
+    let AgentEvent::ApprovalRequested { request } = event else {
         return;
     };
-    let headline = format!("spear ({mode} mode) wants to run: {command}");
-    let detail = format!("class {class}; needs {}", asking_for.join(", "));
-    let reasons = reasons.clone();
-    let (session, call_id) = (session.clone(), call_id.clone());
+    let (session, request) = (session.clone(), request.clone());
     tokio::task::spawn_blocking(move || {
-        let decision = super::common::ask_on_tty(&headline, &detail, &reasons);
-        session.send(SessionOp::Answer { call_id, decision });
+        let decision = super::common::ask_request_on_tty(&request);
+        session.send(SessionOp::Answer {
+            request_id: request.id,
+            decision,
+        });
     });
 }

@@ -1,8 +1,8 @@
 //! The model `spear run` talks to: the streaming client built from the resolved settings.
 
 use anyhow::Context;
-use spear::config::Settings;
 use spear::agent::provider::{OpenAiCompatible, ProviderSettings};
+use spear::config::Settings;
 
 pub fn build(settings: &Settings) -> anyhow::Result<OpenAiCompatible> {
     let p = &settings.provider;

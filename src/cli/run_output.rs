@@ -133,6 +133,7 @@ impl Printer {
                 self.end_line();
                 self.waiting = None;
             }
+            AgentEvent::ApprovalAnswerRefused { reason, .. } => self.note(reason),
             AgentEvent::Truncated { message, .. } => self.note(&format!("truncated: {message}")),
             AgentEvent::Retrying {
                 attempt,

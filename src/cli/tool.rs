@@ -8,13 +8,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::harness::audit::display::escape_controls;
-use spear::harness::command_policy::Approver;
 use spear::harness::primitives::ExecutionMode;
 use spear::tools::envelope::ToolResultEnvelope;
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
@@ -67,8 +65,11 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
     .engaged(engaged)
     .router()?;
     let view = ToolExposurePolicy::view(router.registry(), &settings);
-    let approver: Arc<dyn Approver + Send + Sync> = Arc::new(super::common::TtyApprover);
-    let mut turn = Turn::new(args.mode.unwrap_or(ExecutionMode::Ask), view, approver);
+    let mut turn = Turn::new(
+        args.mode.unwrap_or(ExecutionMode::Ask),
+        view,
+        super::common::TtyApprover,
+    );
     let call = ToolCall {
         id: "cli-1".into(),
         name: args.name,

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use spear::config::{self, ConfigError, Env, Flags, Settings};
-use spear::agent::provider::OpenAiCompatible;
 use spear::agent::builder::{self, Place, SessionBuilder};
+use spear::agent::provider::OpenAiCompatible;
 use spear::agent::runtime::RuntimeOptions;
 use spear::agent::session::ModelInfo;
+use spear::config::{self, ConfigError, Env, Flags, Settings};
 use spear::harness::audit::AuditPaths;
 use spear::harness::primitives::ExecutionMode;
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
@@ -92,7 +92,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let build = SessionBuilder::new(place, harness, audit_session)
         .network(network)
         .engaged(engaged)
-        .observer(move |host| Arc::new(PreviewObserver::new(host.clone(), previews.clone())));
+        .observer(Arc::new(PreviewObserver::new(previews)));
     let info = settings.as_ref().map(|s: &Settings| ModelInfo {
         provider: s.provider.name.clone(),
         model: s.provider.model.clone(),

@@ -10,8 +10,8 @@ mod file;
 mod resolve;
 mod web;
 
-pub use file::{ConfigFile, Place, ProviderTable};
 pub use env::Env;
+pub use file::{ConfigFile, Place, ProviderTable};
 pub use resolve::{Flags, resolve};
 
 use std::fs;

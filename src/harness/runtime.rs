@@ -28,6 +28,24 @@ use crate::harness::sandbox::{
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
 
+/// More workspace-relative paths to protect, found by a walk of the tree the first time a
+/// writable run needs them: a read-only run binds nothing writable, so it never pays for the
+/// walk. The runner does not know what the paths are or why (the target policy does).
+#[derive(Clone)]
+pub struct ProtectedScan(std::sync::Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
+impl ProtectedScan {
+    pub fn new(scan: impl Fn() -> Vec<PathBuf> + Send + Sync + 'static) -> Self {
+        ProtectedScan(std::sync::Arc::new(scan))
+    }
+}
+
+impl std::fmt::Debug for ProtectedScan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProtectedScan(..)")
+    }
+}
+
 /// The sandbox's own default time limit for one command.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(45);
 
@@ -38,6 +56,8 @@ pub struct RunnerConfig {
     /// Workspace-relative paths no command may write (the target policy's generated and
     /// snapshot paths). `.git/config` and `.git/hooks` are always added.
     pub protected_paths: Vec<PathBuf>,
+    /// More paths to protect, looked for once, on the first writable run.
+    pub protected_scan: Option<ProtectedScan>,
     pub resource_limits: ResourceLimits,
     pub cgroup_limits: CgroupLimits,
     pub default_timeout: Duration,
@@ -66,6 +86,7 @@ impl RunnerConfig {
         RunnerConfig {
             workspace: workspace.into(),
             protected_paths: Vec::new(),
+            protected_scan: None,
             resource_limits: ResourceLimits::default(),
             cgroup_limits: CgroupLimits::default(),
             default_timeout: DEFAULT_TIMEOUT,
@@ -133,6 +154,8 @@ pub struct CommandRunner {
     config: RunnerConfig,
     workspace: PathBuf,
     protected: Vec<PathBuf>,
+    /// What `config.protected_scan` found, once a writable run asked.
+    scanned: std::sync::OnceLock<Vec<PathBuf>>,
     home: PathBuf,
     sandbox: BubblewrapSandbox,
     /// What the sandbox ledger's sweep at creation found (none: no ledger could be opened).
@@ -198,6 +221,7 @@ impl CommandRunner {
             config,
             workspace,
             protected,
+            scanned: std::sync::OnceLock::new(),
             home,
             simulated_missing: Vec::new(),
             host_loopback_for_tests: false,
@@ -285,6 +309,9 @@ impl CommandRunner {
             .collect::<Result<Vec<_>, _>>()?;
         let protections = if profile.workspace_write {
             let mut protected = self.protected.clone();
+            if let Some(scan) = &self.config.protected_scan {
+                protected.extend(self.scanned.get_or_init(|| (scan.0)()).iter().cloned());
+            }
             protected.extend(spec::existing_git_controls(&self.workspace));
             spec::plan_protections(&self.workspace, &protected)?
         } else {

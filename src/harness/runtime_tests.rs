@@ -259,3 +259,46 @@ async fn a_network_preflight_setup_failure_with_an_unconfirmed_kill_poisons_the_
     let closed = run_cmd(&runner, ExecutionProfile::read_only(), "true").await;
     assert_eq!(closed.status, ToolStatus::Ok, "{closed:?}");
 }
+
+#[test]
+fn the_protected_scan_runs_only_for_a_writable_run_and_only_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("generated")).unwrap();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut config = RunnerConfig::for_workspace(dir.path());
+    let counted = calls.clone();
+    config.protected_scan = Some(ProtectedScan::new(move || {
+        counted.fetch_add(1, Ordering::SeqCst);
+        vec![PathBuf::from("generated")]
+    }));
+    let runner = CommandRunner::new(config).unwrap();
+    let argv = vec![OsString::from("true")];
+    let read_only = runner
+        .build_spec(&ExecutionProfile::read_only(), argv.clone())
+        .unwrap();
+    assert!(read_only.protections.is_empty());
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "a read-only run walks nothing"
+    );
+    let writable = ExecutionProfile::from_granted(
+        CapabilitySet::of(&[Capability::WorkspaceRead, Capability::WorkspaceWrite]),
+        Vec::new(),
+    );
+    let ws = runner.workspace().to_path_buf();
+    for _ in 0..2 {
+        let spec = runner.build_spec(&writable, argv.clone()).unwrap();
+        assert!(
+            spec.protections
+                .contains(&Protection::ReadOnly(ws.join("generated"))),
+            "{:?}",
+            spec.protections
+        );
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "walked once, on the first writable run"
+    );
+}

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::harness::audit::DecidedBy;
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
 use crate::tools::handler::Gate;
@@ -55,6 +56,9 @@ pub struct ToolResultEnvelope {
     pub sandbox_unavailable: bool,
     /// This call stopped the turn (or came after it was stopped).
     pub turn_stopped: bool,
+    /// Who decided the call (as its audit record says), when someone did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }
 
 fn count_lines(s: &str) -> u64 {
@@ -134,6 +138,7 @@ impl ToolResultEnvelope {
             refusal_rule: None,
             sandbox_unavailable: false,
             turn_stopped: false,
+            decided_by: None,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::harness::target_policy::Writer;
 use crate::tools::executor::{CancelToken, OutputTap};
 use crate::tools::gates::GatedPath;
 use crate::tools::host::SpearHost;
+use crate::tools::preview::Preview;
 use crate::tools::result_store::StoredOutput;
 
 /// Which step of the call path stopped a call. Tests name gates by this; the envelope carries it.
@@ -131,6 +132,8 @@ pub struct RunContext<'a> {
     pub cancel: &'a CancelToken,
     /// Sees a command's output as it arrives, when someone is watching.
     pub tap: Option<&'a dyn OutputTap>,
+    /// The front end's time limit for a command whose call names none (`Turn::command_timeout`).
+    pub command_timeout: Option<std::time::Duration>,
 }
 
 /// What an action produced.
@@ -160,13 +163,15 @@ impl From<ToolResult> for ToolOutcome {
 
 /// The work of one planned call.
 pub trait Action: Send {
-    /// Read what the action needs and say what it will do (a diff, a command), before the call
-    /// is authorized. An `Err` ends the call with that result (a patch that does not apply).
+    /// Read what the action needs and say what it will do (a file change with its content
+    /// before and after, a command with its assessment), before the call is authorized. The
+    /// preview is what the person is shown and approves, so it must be what `run` will do. An
+    /// `Err` ends the call with that result (a patch that does not apply).
     fn prepare(
         &mut self,
         _host: &SpearHost,
         _paths: &[GatedPath],
-    ) -> Result<Option<String>, ToolResult> {
+    ) -> Result<Option<Preview>, ToolResult> {
         Ok(None)
     }
 

@@ -2,6 +2,7 @@
 //! exposure, the router every call takes, the coding tools, SpearHost, the ResultStore and
 //! WorkingState. Imports `harness`; `harness` never imports this.
 
+pub mod approval;
 pub mod coding;
 pub mod documents;
 pub mod envelope;
@@ -15,6 +16,8 @@ pub mod knowledge;
 pub mod lines;
 pub mod normative;
 pub mod observer;
+pub mod pipeline;
+pub mod preview;
 pub mod registry;
 pub mod result_preview;
 pub mod result_store;

@@ -8,10 +8,14 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::harness::audit::{AuditError, AuditEvent, AuditLogger, AuditTarget, Decision};
+use crate::harness::audit::{
+    AuditError, AuditEvent, AuditLogger, AuditTarget, DecidedBy, Decision, GrantRef,
+};
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::envelope::ToolResultEnvelope;
+use crate::tools::pipeline::Step;
+use crate::tools::preview::Preview;
 
 /// An observer could not do its job; for the audit observer that ends the turn.
 #[derive(Debug, Error)]
@@ -29,8 +33,8 @@ pub struct CallStart<'a> {
     pub target: Option<&'a str>,
     /// The call's arguments as the router validated them.
     pub arguments: &'a serde_json::Value,
-    /// What the call will do (a diff, a command), when the tool can say.
-    pub preview: Option<&'a str>,
+    /// What the call will do (a file change, a command), as the tool computed it.
+    pub preview: Option<&'a Preview>,
 }
 
 /// A call that ended (or was refused).
@@ -47,6 +51,14 @@ pub struct CallEnd<'a> {
     pub duration: Duration,
     pub bytes_written: Option<u64>,
     pub envelope: &'a ToolResultEnvelope,
+    /// The steps of the call path this call passed, in order (`pipeline::SPEC_ORDER` for a
+    /// call that passed them all; the last is `Record`, which these hooks are).
+    pub steps: &'a [Step],
+    /// Who decided (the mode, a person, a session grant, a gate's policy); `None` when nobody
+    /// could (a cancelled question).
+    pub decided_by: Option<DecidedBy>,
+    /// The session grant that answered, when one did.
+    pub grant: Option<GrantRef>,
 }
 
 pub trait ToolObserver: Send + Sync {
@@ -92,6 +104,8 @@ impl AuditObserver {
             changed: env.changed_paths.clone(),
             changes_incomplete: env.changes.as_ref().is_some_and(|c| c.incomplete.is_some()),
             refusal_rule: env.refusal_rule.clone(),
+            decided_by: call.decided_by,
+            grant: call.grant,
             ..AuditEvent::new(self.session.clone(), call.tool, call.decision)
         }
     }
@@ -113,7 +127,7 @@ impl ToolObserver for AuditObserver {
 
 /// Shown a pending change before it is authorized (the TUI's preview pane).
 pub trait PreviewObserver: Send + Sync {
-    fn preview(&self, call_id: &str, tool: &str, target: Option<&str>, preview: &str);
+    fn preview(&self, call_id: &str, tool: &str, target: Option<&str>, preview: &Preview);
 }
 
 /// Makes a `PreviewObserver` a `ToolObserver`.

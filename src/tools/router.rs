@@ -5,24 +5,25 @@
 //! authorization (ASK asks), the action, and normalisation into a `ToolResultEnvelope`. A refusal
 //! is a value on that path; `Err` only means an observer (the audit log) broke.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::harness::audit::Decision;
+use crate::harness::audit::{DecidedBy, Decision, GrantRef};
 use crate::harness::command_policy::{
-    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
-    CommandClass, ExecutionProfile,
+    ApprovalDecision, AuthorizationResult, CommandAssessment, CommandClass, ExecutionProfile,
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::tools::approval::{CallAsk, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::gates::{gate_command_writes, gate_target};
 use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
 use crate::tools::host::SpearHost;
 use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
+use crate::tools::pipeline::{SPEC_ORDER, Step};
+use crate::tools::preview::Preview;
 use crate::tools::registry::{RegisteredTool, ToolRegistry};
 use crate::tools::result_store::PREVIEW_CHARS;
 use crate::tools::schema;
@@ -48,6 +49,8 @@ pub struct ToolRouter {
     host: Arc<SpearHost>,
     observers: Vec<Arc<dyn ToolObserver>>,
     refusal_limit: u32,
+    /// "Allow for session" answers, consulted before anyone is asked.
+    grants: SessionGrants,
 }
 
 /// Facts gathered along the path, for the observers.
@@ -60,20 +63,11 @@ struct Trace<'a> {
     target: Option<String>,
     is_command: bool,
     class: Option<CommandClass>,
-}
-
-/// Remembers what the person answered, so a "no" is told apart from what the mode refuses.
-struct RecordingApprover<'a> {
-    inner: &'a dyn Approver,
-    answer: RefCell<Option<ApprovalDecision>>,
-}
-
-impl Approver for RecordingApprover<'_> {
-    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        let d = self.inner.approve(request);
-        *self.answer.borrow_mut() = Some(d.clone());
-        d
-    }
+    /// The steps passed so far, in the order they were passed.
+    steps: Vec<Step>,
+    /// Who decided, once someone did.
+    decided_by: Option<DecidedBy>,
+    grant: Option<GrantRef>,
 }
 
 impl ToolRouter {
@@ -85,7 +79,13 @@ impl ToolRouter {
             host,
             observers: Vec::new(),
             refusal_limit: DEFAULT_REFUSAL_REPEATS,
+            grants: SessionGrants::default(),
         }
+    }
+
+    /// The session's "allow for session" grants.
+    pub fn grants(&self) -> &SessionGrants {
+        &self.grants
     }
 
     #[must_use]
@@ -150,10 +150,13 @@ impl ToolRouter {
                 .map(str::to_string),
             is_command: call.arguments.get("command").is_some(),
             class: None,
+            steps: Vec::with_capacity(SPEC_ORDER.len()),
+            decided_by: None,
+            grant: None,
         };
         match self.run_gated(turn, &mut trace) {
-            Ok((outcome, decision)) => self.finish(turn, &trace, outcome, decision),
-            Err(refusal) => self.refuse(turn, &trace, refusal),
+            Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
+            Err(refusal) => self.refuse(turn, &mut trace, refusal),
         }
     }
 
@@ -171,6 +174,7 @@ impl ToolRouter {
                 ToolResult::failed(format!("invalid arguments: {e}")),
             )
         })?;
+        trace.steps.push(Step::Schema);
         if !turn.view.offers(&spec.name) {
             return Err(Refusal::new(
                 Gate::RequestScope,
@@ -207,6 +211,7 @@ impl ToolRouter {
                 )),
             ));
         }
+        trace.steps.push(Step::RequestScope);
         if plan.audit_target.is_some() {
             trace.target.clone_from(&plan.audit_target);
         }
@@ -220,6 +225,7 @@ impl ToolRouter {
         if let Some(a) = &plan.command {
             gate_command_writes(host, a)?;
         }
+        trace.steps.push(Step::TargetPolicy);
         let writes: Vec<&str> = plan
             .targets
             .iter()
@@ -239,6 +245,7 @@ impl ToolRouter {
                 )),
             ));
         }
+        trace.steps.push(Step::SandboxDown);
         if !spec.runs_in(turn.mode) {
             return Err(Refusal::new(
                 Gate::ExecutionModes,
@@ -255,6 +262,7 @@ impl ToolRouter {
                 )),
             ));
         }
+        trace.steps.push(Step::ExecutionModes);
         let mut action = plan.action;
         let preview = match action.prepare(host, &paths) {
             Ok(p) => p,
@@ -266,21 +274,28 @@ impl ToolRouter {
             mode: turn.mode,
             target: trace.target.as_deref(),
             arguments: &call.arguments,
-            preview: preview.as_deref(),
+            preview: preview.as_ref(),
         };
         for o in &self.observers {
             // A preview observer that fails must not stop the call; the audit observer has no
             // `before` work, so nothing that must be recorded is lost here.
             let _ = o.before(&start);
         }
+        trace.steps.push(Step::Hooks);
         // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
         // its plan forgot to name what it writes.
         let assessment = plan.command.clone().or_else(|| {
             (!writes.is_empty() || spec.mutates).then(|| write_assessment(&spec.name, &writes))
         });
         let (profile, decision) = match assessment {
-            None => (ExecutionProfile::read_only(), Decision::Allowed),
-            Some(a) => self.authorize(turn, &a)?,
+            None => {
+                trace.decided_by = Some(DecidedBy::Mode);
+                (ExecutionProfile::read_only(), Decision::Allowed)
+            }
+            Some(a) => {
+                trace.steps.push(Step::Classify);
+                self.authorize(turn, &a, trace, preview.as_ref())?
+            }
         };
         trace.started = Instant::now();
         let ctx = RunContext {
@@ -289,21 +304,42 @@ impl ToolRouter {
             profile: &profile,
             cancel: &turn.cancel,
             tap: turn.output_tap.as_deref(),
+            command_timeout: turn.command_timeout,
         };
-        Ok((action.run(host, &ctx), decision))
+        let outcome = action.run(host, &ctx);
+        trace.steps.push(Step::Run);
+        Ok((outcome, decision))
     }
 
     fn authorize(
         &self,
         turn: &Turn,
         a: &CommandAssessment,
+        trace: &mut Trace<'_>,
+        preview: Option<&Preview>,
     ) -> Result<(ExecutionProfile, Decision), Refusal> {
-        let recording = RecordingApprover {
-            inner: turn.approver.as_ref(),
-            answer: RefCell::new(None),
+        let recording = CallAsk::new(
+            turn.approver.as_ref(),
+            &self.grants,
+            &trace.call.id,
+            &trace.tool.spec.name,
+            preview,
+        );
+        let result = self.host.authorize(turn.mode, turn.network, a, &recording);
+        let answer = recording.into_answer();
+        // Nobody decided a cancelled question; otherwise whoever answered, or else the mode.
+        (trace.decided_by, trace.grant) = match &answer {
+            Some((ApprovalDecision::Cancel(_), _, _)) => (None, None),
+            Some((_, by, grant)) => (Some(*by), *grant),
+            None => (Some(DecidedBy::Mode), None),
         };
-        match self.host.authorize(turn.mode, turn.network, a, &recording) {
+        let steps = &mut trace.steps;
+        match result {
             AuthorizationResult::Granted { profile, asked, .. } => {
+                steps.push(Step::Authorize);
+                if asked {
+                    steps.push(Step::Approve);
+                }
                 let d = if asked {
                     Decision::Approved
                 } else {
@@ -312,8 +348,10 @@ impl ToolRouter {
                 Ok((profile, d))
             }
             AuthorizationResult::Denied { reason } => {
-                let by_person =
-                    matches!(*recording.answer.borrow(), Some(ApprovalDecision::Deny(_)));
+                let by_person = matches!(answer, Some((ApprovalDecision::Deny(_), _, _)));
+                if by_person {
+                    steps.push(Step::Authorize);
+                }
                 let (gate, rule) = if by_person {
                     (Gate::Approval, "declined".to_string())
                 } else {
@@ -324,11 +362,14 @@ impl ToolRouter {
                 };
                 Err(Refusal::new(gate, rule, ToolResult::denied(reason)))
             }
-            AuthorizationResult::Cancelled { reason } => Err(Refusal::new(
-                Gate::Approval,
-                "cancelled",
-                ToolResult::cancelled(reason),
-            )),
+            AuthorizationResult::Cancelled { reason } => {
+                steps.push(Step::Authorize);
+                Err(Refusal::new(
+                    Gate::Approval,
+                    "cancelled",
+                    ToolResult::cancelled(reason),
+                ))
+            }
         }
     }
 
@@ -336,7 +377,7 @@ impl ToolRouter {
     fn finish(
         &self,
         turn: &mut Turn,
-        trace: &Trace<'_>,
+        trace: &mut Trace<'_>,
         outcome: ToolOutcome,
         decision: Decision,
     ) -> Result<ToolResultEnvelope, RouterError> {
@@ -365,6 +406,8 @@ impl ToolRouter {
         );
         env.class = class;
         env.sandbox_unavailable = outcome.sandbox_unavailable;
+        env.decided_by = trace.decided_by;
+        trace.steps.extend([Step::Envelope, Step::Record]);
         self.notify(turn, trace, &env, decision, outcome.bytes_written)?;
         Ok(env)
     }
@@ -373,7 +416,7 @@ impl ToolRouter {
     fn refuse(
         &self,
         turn: &mut Turn,
-        trace: &Trace<'_>,
+        trace: &mut Trace<'_>,
         refusal: Refusal,
     ) -> Result<ToolResultEnvelope, RouterError> {
         let spec = &trace.tool.spec;
@@ -386,6 +429,11 @@ impl ToolRouter {
             (Gate::Approval | Gate::Authorization, _) => Decision::Denied,
             _ => Decision::Refused,
         };
+        if !matches!(refusal.gate, Gate::Approval | Gate::Authorization) {
+            trace.decided_by = Some(DecidedBy::Policy);
+        }
+        env.decided_by = trace.decided_by;
+        trace.steps.extend([Step::Envelope, Step::Record]);
         let mut stopped = false;
         if refusal.gate.is_deterministic() {
             let target = trace
@@ -440,6 +488,9 @@ impl ToolRouter {
             duration: trace.started.elapsed(),
             bytes_written,
             envelope: env,
+            steps: &trace.steps,
+            decided_by: trace.decided_by,
+            grant: trace.grant,
         };
         for o in &self.observers {
             o.after(&end)?;

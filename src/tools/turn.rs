@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use crate::harness::command_policy::Approver;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::CallApprover;
 use crate::tools::executor::{CancelToken, OutputTap};
 use crate::tools::exposure::ToolView;
 
@@ -67,7 +68,11 @@ pub struct Turn {
     /// session setting. The agent narrows it between calls (`/network off` during a turn).
     pub network: Option<bool>,
     pub view: ToolView,
-    pub approver: Arc<dyn Approver + Send + Sync>,
+    /// Asked, with the call's typed request, when ASK mode needs a yes.
+    pub approver: Arc<dyn CallApprover>,
+    /// The front end's own time limit for a command that names none (`spear exec --timeout`,
+    /// else the sandbox's 45 s there); `None` leaves the terminal's 180 s.
+    pub command_timeout: Option<Duration>,
     /// Cancelling it stops a running command of this turn (the agent's task owns it).
     pub cancel: CancelToken,
     /// Sees command output as it arrives (the agent's `output_chunk` events).
@@ -78,17 +83,16 @@ pub struct Turn {
 }
 
 impl Turn {
-    pub fn new(
-        mode: ExecutionMode,
-        view: ToolView,
-        approver: Arc<dyn Approver + Send + Sync>,
-    ) -> Self {
+    /// A turn in `mode` over `view`, asking `approver` (a harness `Approver` works too: it is
+    /// asked the request's harness view).
+    pub fn new(mode: ExecutionMode, view: ToolView, approver: impl CallApprover + 'static) -> Self {
         Turn {
             id: TURNS.fetch_add(1, Ordering::Relaxed),
             mode,
             network: None,
             view,
-            approver,
+            approver: Arc::new(approver),
+            command_timeout: None,
             cancel: CancelToken::new(),
             output_tap: None,
             refusals: HashMap::new(),

@@ -3,7 +3,7 @@
 //! perform. Keys are handled in `app_keys`, agent events in `app_agent`. Invariant: `update`
 //! performs no I/O, and a redraw is requested (`dirty`) exactly when something visible changed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use ratatui_textarea::TextArea;
@@ -69,8 +69,6 @@ pub struct App {
     pub focused_cell: Option<usize>,
     pub quit_armed: Option<Instant>,
     pub quit: bool,
-    /// Exact commands (with their class) allowed for the rest of the session with `s`.
-    pub session_allowed: HashSet<(String, String)>,
     /// `!COMMAND` results the model is told with the next prompt.
     pub pending_context: Vec<String>,
     pub previews: HashMap<String, FileDiff>,
@@ -102,7 +100,6 @@ impl App {
             focused_cell: None,
             quit_armed: None,
             quit: false,
-            session_allowed: HashSet::new(),
             pending_context: Vec::new(),
             previews: HashMap::new(),
             cwd: init.cwd,
@@ -171,7 +168,7 @@ impl App {
                 self.size = (w, h);
                 self.dirty = true;
             }
-            Event::Agent(e) => self.agent(e, &mut fx),
+            Event::Agent(e) => self.agent(e),
             Event::Preview { call_id, diff } => self.preview(call_id, diff),
             Event::Sandbox(h) => {
                 self.status.sandbox = h;

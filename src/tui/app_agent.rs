@@ -1,19 +1,19 @@
 //! Agent events into state: streamed text into the streaming message, tool calls into cells
 //! (live output, then the envelope), approvals into the ASK dialog, usage into the token count.
-//! Invariant: an approval for a command the person allowed for the session with `s` (the same
-//! command text and class) is answered yes at once and said so in the conversation; any other
-//! approval opens the dialog and is answered only by it (or by a cancel).
+//! Invariant: every approval opens the dialog and is answered only by it (or by a cancel),
+//! naming the request's id; the dialog shows the preview the tool computed, never one of its
+//! own. ("Allow for session" is a grant the router keeps: a granted call asks nothing.)
 
 use crate::agent::event::{AgentEvent, StopReason};
-use crate::harness::command_policy::ApprovalDecision;
+use crate::harness::audit::DecidedBy;
 use crate::harness::primitives::ToolStatus;
 use crate::tui::app::App;
 use crate::tui::cells::{CellKind, NoticeKind, ToolCell};
-use crate::tui::event::Effect;
+use crate::tui::diff::FileDiff;
 use crate::tui::widgets::confirm::{ApprovalView, Confirm};
 
 impl App {
-    pub(crate) fn agent(&mut self, e: AgentEvent, fx: &mut Vec<Effect>) {
+    pub(crate) fn agent(&mut self, e: AgentEvent) {
         self.dirty = true;
         match e {
             AgentEvent::TextDelta { text } => self.cells.stream_text(&text, false),
@@ -37,47 +37,30 @@ impl App {
                 }
             }
             AgentEvent::ToolCallFinished { call_id, envelope } => self.finished(&call_id, envelope),
-            AgentEvent::ApprovalRequested {
-                call_id,
-                command,
-                class,
-                asking_for,
-                reasons,
-                writes,
-                network,
-                ..
-            } => {
-                if self
-                    .session_allowed
-                    .contains(&(command.clone(), class.clone()))
-                {
-                    fx.push(Effect::Answer {
-                        call_id,
-                        decision: ApprovalDecision::Approve,
-                    });
-                    self.notice(
-                        NoticeKind::Info,
-                        format!("allowed for this session (s): {command}"),
-                    );
-                    return;
-                }
-                let tool = self
-                    .cells
-                    .tool(&call_id)
-                    .map_or_else(|| "terminal".to_string(), |t| t.name.clone());
+            AgentEvent::ApprovalRequested { request } => {
+                let r = *request;
+                let diff = r
+                    .preview
+                    .as_ref()
+                    .and_then(|p| p.file_change())
+                    .map(FileDiff::from_change);
                 let view = ApprovalView {
-                    diff: self.previews.get(&call_id).cloned(),
-                    call_id,
-                    tool,
-                    command,
-                    class,
-                    asking_for,
-                    reasons,
-                    writes,
-                    network,
+                    request_id: r.id,
+                    diff,
+                    call_id: r.call_id,
+                    tool: r.tool,
+                    command: r.command,
+                    class: r.class.as_str().to_string(),
+                    asking_for: r.asking_for.iter().map(|c| c.to_string()).collect(),
+                    reasons: r.reasons,
+                    writes: r.targets,
+                    network: r.network,
                     cwd: self.cwd.clone(),
                 };
                 self.confirm = Some(Confirm::new(view, self.now));
+            }
+            AgentEvent::ApprovalAnswerRefused { reason, .. } => {
+                self.notice(NoticeKind::Warning, reason);
             }
             AgentEvent::Truncated { message, .. } => self.notice(NoticeKind::Warning, message),
             AgentEvent::Usage {
@@ -158,6 +141,9 @@ impl App {
             ctx.push_str(&envelope.preview);
             self.pending_context.push(ctx);
         }
+        // The router answered from the person's "allow for session": said, as the dialog would.
+        let granted = (envelope.decided_by == Some(DecidedBy::SessionGrant))
+            .then(|| format!("allowed for this session (s): {}", t.target()));
         let fold = matches!(t.name.as_str(), "read_file" | "search_files")
             && envelope.status == ToolStatus::Ok;
         t.envelope = Some(envelope);
@@ -170,6 +156,9 @@ impl App {
                 .find(|c| matches!(&c.kind, CellKind::Tool(t) if t.call_id == call_id))
         {
             c.folded = true;
+        }
+        if let Some(said) = granted {
+            self.notice(NoticeKind::Info, said);
         }
     }
 }

@@ -112,17 +112,13 @@ impl App {
         }
         if let Some(c) = &mut self.confirm {
             if let Some(d) = c.key(key, at) {
-                if d.for_session {
-                    self.session_allowed
-                        .insert((c.view.command.clone(), c.view.class.clone()));
-                }
                 self.confirm = None;
                 // The cell's clock measures the call, not the time the dialog was open.
                 if let Some((t, _)) = self.cells.tool_mut(&d.call_id) {
                     t.started = at;
                 }
                 fx.push(Effect::Answer {
-                    call_id: d.call_id,
+                    request_id: d.request_id,
                     decision: d.decision,
                 });
             }

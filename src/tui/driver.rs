@@ -21,7 +21,11 @@ pub struct Driver {
 }
 
 impl Driver {
-    pub fn new(session: SessionHandle, tx: UnboundedSender<Event>, audit_paths: AuditPaths) -> Self {
+    pub fn new(
+        session: SessionHandle,
+        tx: UnboundedSender<Event>,
+        audit_paths: AuditPaths,
+    ) -> Self {
         Driver {
             session,
             session_id: None,
@@ -54,7 +58,13 @@ impl Driver {
             }
             Effect::Submit(text) => SessionOp::Submit(text),
             Effect::RunCommand { call_id, command } => SessionOp::RunCommand { call_id, command },
-            Effect::Answer { call_id, decision } => SessionOp::Answer { call_id, decision },
+            Effect::Answer {
+                request_id,
+                decision,
+            } => SessionOp::Answer {
+                request_id,
+                decision,
+            },
             Effect::Cancel => SessionOp::Cancel,
             Effect::Mode(m) => SessionOp::SetMode(m),
             Effect::Network(on) => SessionOp::SetNetwork(on),

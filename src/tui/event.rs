@@ -13,6 +13,7 @@ use crate::agent::session::SessionEvent;
 use crate::harness::audit::AuditRecord;
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::ApprovalId;
 use crate::tui::audit::ChainState;
 use crate::tui::audit_feed::Page;
 use crate::tui::diff::FileDiff;
@@ -32,7 +33,7 @@ pub enum Event {
     /// The terminal's new size (columns, rows).
     Resize(u16, u16),
     Agent(AgentEvent),
-    /// The diff a write_file/patch call will make, computed off the loop.
+    /// The diff a write_file/patch/delete_file call will make, from the tool's own preview.
     Preview {
         call_id: String,
         diff: FileDiff,
@@ -87,8 +88,9 @@ pub enum Effect {
         call_id: String,
         command: String,
     },
+    /// Answer approval request `request_id` (`ApproveForSession`: the router keeps a grant).
     Answer {
-        call_id: String,
+        request_id: ApprovalId,
         decision: ApprovalDecision,
     },
     Cancel,

@@ -16,15 +16,15 @@ use crate::server::mock_server::{MockServer, Reply, StreamEnd};
 
 const KEY: &str = "sk-e2e-7c1d0b5a-NEVER-SHOWN";
 
-struct Env {
+pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    project: PathBuf,
+    pub(crate) project: PathBuf,
     state: PathBuf,
     config: PathBuf,
 }
 
 impl Env {
-    fn new() -> Env {
+    pub(crate) fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let project = base.join("work");
@@ -48,11 +48,21 @@ impl Env {
         }
     }
 
+    /// The state home (`XDG_STATE_HOME`) the binary is run with.
+    pub(crate) fn state(&self) -> &std::path::Path {
+        &self.state
+    }
+
     fn command(&self, base_url: &str, args: &[&str]) -> Command {
+        let mut c = self.spear(base_url);
+        c.arg("run").args(args);
+        c
+    }
+
+    /// The binary with this environment (its state, its config, the mock server), no arguments.
+    fn spear(&self, base_url: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_spear"));
-        c.arg("run")
-            .args(args)
-            .current_dir(&self.project)
+        c.current_dir(&self.project)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.state.parent().unwrap())
@@ -67,7 +77,17 @@ impl Env {
 
     /// Run without a controlling terminal (a new session), as CI does.
     fn run(&self, base_url: &str, args: &[&str]) -> Output {
-        let c = self.command(base_url, args);
+        self.detached(&self.command(base_url, args))
+    }
+
+    /// `spear ARGS` (any subcommand) without a controlling terminal.
+    pub(crate) fn run_spear(&self, base_url: &str, args: &[&str]) -> Output {
+        let mut c = self.spear(base_url);
+        c.args(args);
+        self.detached(&c)
+    }
+
+    fn detached(&self, c: &Command) -> Output {
         let program = c.get_program().to_owned();
         let mut detached = Command::new("setsid");
         detached
@@ -87,7 +107,7 @@ impl Env {
         std::fs::read_to_string(self.project.join(rel)).unwrap()
     }
 
-    fn audit(&self) -> Vec<Value> {
+    pub(crate) fn audit(&self) -> Vec<Value> {
         let log = spear::harness::audit::AuditPaths::new(&self.state, &self.project).log;
         lines(&log)
     }

@@ -13,6 +13,7 @@ use spear::agent::session::{
 };
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
+use spear::tools::approval::ApprovalId;
 
 use crate::support::{Fixture, ScriptedModel, calls, text};
 
@@ -35,7 +36,12 @@ struct Live {
 }
 
 impl Live {
-    fn start(f: &Fixture, model: std::sync::Arc<ScriptedModel>, mode: ExecutionMode, net: bool) -> Live {
+    fn start(
+        f: &Fixture,
+        model: std::sync::Arc<ScriptedModel>,
+        mode: ExecutionMode,
+        net: bool,
+    ) -> Live {
         let (handle, streams, _join) = f.session(model, mode, net).spawn();
         Live {
             handle,
@@ -58,7 +64,10 @@ impl Live {
                     && envelope.status == ToolStatus::Failed
                     && envelope.sandbox_unavailable
                 {
-                    panic!("the sandbox is missing: install bubblewrap ({:?})", envelope.reason);
+                    panic!(
+                        "the sandbox is missing: install bubblewrap ({:?})",
+                        envelope.reason
+                    );
                 }
                 if pred(&e) {
                     return e;
@@ -88,6 +97,19 @@ impl Live {
         }
     }
 
+    /// Wait for the approval of `call`; its request id.
+    async fn approval(&mut self, call: &str) -> ApprovalId {
+        match self
+            .until(&format!("the approval of {call}"), |e| {
+                matches!(e, AgentEvent::ApprovalRequested { request } if request.call_id == call)
+            })
+            .await
+        {
+            AgentEvent::ApprovalRequested { request } => request.id,
+            _ => unreachable!(),
+        }
+    }
+
     async fn started(&mut self, call: &str) {
         self.until("the gated command's output", |e| {
             matches!(e, AgentEvent::OutputChunk { call_id, text, .. }
@@ -98,9 +120,10 @@ impl Live {
 
     async fn finished(&mut self, call: &str) -> Box<spear::tools::envelope::ToolResultEnvelope> {
         match self
-            .until(&format!("the end of {call}"), |e| {
-                matches!(e, AgentEvent::ToolCallFinished { call_id, .. } if call_id == call)
-            })
+            .until(
+                &format!("the end of {call}"),
+                |e| matches!(e, AgentEvent::ToolCallFinished { call_id, .. } if call_id == call),
+            )
             .await
         {
             AgentEvent::ToolCallFinished { envelope, .. } => envelope,
@@ -148,7 +171,11 @@ async fn a_stricter_mode_applies_from_the_running_turns_next_call() {
     assert_eq!(live.finished("slow").await.status, ToolStatus::Ok);
     let w = live.finished("w1").await;
     assert_eq!(w.status, ToolStatus::Denied, "{:?}", w.reason);
-    assert!(w.reason.as_deref().unwrap().contains("SAFE"), "{:?}", w.reason);
+    assert!(
+        w.reason.as_deref().unwrap().contains("SAFE"),
+        "{:?}",
+        w.reason
+    );
     assert!(!f.project.join("a.txt").exists());
     assert_eq!(live.done().await, StopReason::Finished);
 }
@@ -178,12 +205,9 @@ async fn a_laxer_mode_waits_for_the_next_turn() {
     );
     open_gate(&f);
     // Still ASK in this turn: the write asks (and nobody says yes, so it is cancelled).
-    live.until("the write's approval", |e| {
-        matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w1")
-    })
-    .await;
+    let w1 = live.approval("w1").await;
     live.op(SessionOp::Answer {
-        call_id: "w1".into(),
+        request_id: w1,
         decision: ApprovalDecision::Deny(None),
     });
     assert_eq!(live.finished("w1").await.status, ToolStatus::Denied);
@@ -192,12 +216,14 @@ async fn a_laxer_mode_waits_for_the_next_turn() {
     live.op(SessionOp::Submit("again".into()));
     let w2 = live.finished("w2").await;
     assert_eq!(w2.status, ToolStatus::Ok, "{:?}", w2.reason);
-    assert_eq!(std::fs::read_to_string(f.project.join("a.txt")).unwrap(), "y");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("a.txt")).unwrap(),
+        "y"
+    );
     assert!(
-        !live
-            .agent
-            .iter()
-            .any(|e| matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w2")),
+        !live.agent.iter().any(
+            |e| matches!(e, AgentEvent::ApprovalRequested { request } if request.call_id == "w2")
+        ),
         "AUTO asked"
     );
     assert_eq!(live.done().await, StopReason::Finished);
@@ -230,9 +256,16 @@ async fn network_off_applies_from_the_next_call_and_on_from_the_next_turn() {
     open_gate(&f);
     let n1 = live.finished("net1").await;
     assert_eq!(n1.status, ToolStatus::Denied, "{:?}", n1.reason);
-    assert!(n1.reason.as_deref().unwrap().contains("network"), "{:?}", n1.reason);
+    assert!(
+        n1.reason.as_deref().unwrap().contains("network"),
+        "{:?}",
+        n1.reason
+    );
     assert_eq!(live.done().await, StopReason::Finished);
-    assert!(matches!(live.answer().await, SessionEvent::TurnEnded { .. }));
+    assert!(matches!(
+        live.answer().await,
+        SessionEvent::TurnEnded { .. }
+    ));
     // Switched on between turns: from the next turn. Then off again before it starts, so the
     // command is still refused and nothing reaches a network in this test.
     live.op(SessionOp::SetNetwork(true));
@@ -262,7 +295,10 @@ async fn conversation_changes_are_refused_during_a_turn_with_a_reason() {
         (SessionOp::SetModel("other".into()), OpKind::SetModel),
         (SessionOp::Compact, OpKind::Compact),
         (SessionOp::New, OpKind::New),
-        (SessionOp::Resume("20261130T142233-1a2b".into()), OpKind::Resume),
+        (
+            SessionOp::Resume("20261130T142233-1a2b".into()),
+            OpKind::Resume,
+        ),
         (SessionOp::Standard(Some("off".into())), OpKind::Standard),
         (SessionOp::Submit("another".into()), OpKind::Submit),
         (
@@ -314,23 +350,33 @@ async fn a_pending_approval_is_never_answered_by_a_mode_change() {
     ]);
     let mut live = Live::start(&f, model, ExecutionMode::Ask, false);
     live.op(SessionOp::Submit("write".into()));
-    live.until("the approval", |e| {
-        matches!(e, AgentEvent::ApprovalRequested { call_id, .. } if call_id == "w1")
-    })
-    .await;
+    let w1 = live.approval("w1").await;
     live.op(SessionOp::SetMode(ExecutionMode::Auto));
-    assert!(matches!(live.answer().await, SessionEvent::Applied { from: AppliesFrom::NextTurn, .. }));
+    assert!(matches!(
+        live.answer().await,
+        SessionEvent::Applied {
+            from: AppliesFrom::NextTurn,
+            ..
+        }
+    ));
     live.op(SessionOp::SetMode(ExecutionMode::Safe));
-    assert!(matches!(live.answer().await, SessionEvent::Applied { from: AppliesFrom::NextCall, .. }));
+    assert!(matches!(
+        live.answer().await,
+        SessionEvent::Applied {
+            from: AppliesFrom::NextCall,
+            ..
+        }
+    ));
     // An answer for another call is refused, and leaves the real one pending.
+    let other = ApprovalId(w1.0 + 1_000_000);
     live.op(SessionOp::Answer {
-        call_id: "w9".into(),
+        request_id: other,
         decision: ApprovalDecision::Approve,
     });
     match live.answer().await {
         SessionEvent::Refused { op, reason } => {
             assert_eq!(op, OpKind::Answer);
-            assert!(reason.contains("w9"), "{reason}");
+            assert!(reason.contains(&other.to_string()), "{reason}");
         }
         other => panic!("{other:?}"),
     }
@@ -343,7 +389,7 @@ async fn a_pending_approval_is_never_answered_by_a_mode_change() {
     );
     // The person's yes is what decides the pending call; SAFE applies from the next one.
     live.op(SessionOp::Answer {
-        call_id: "w1".into(),
+        request_id: w1,
         decision: ApprovalDecision::Approve,
     });
     assert_eq!(live.finished("w1").await.status, ToolStatus::Ok);
@@ -352,7 +398,7 @@ async fn a_pending_approval_is_never_answered_by_a_mode_change() {
     assert_eq!(live.done().await, StopReason::Finished);
     // The same answer again: nothing is pending any more.
     live.op(SessionOp::Answer {
-        call_id: "w1".into(),
+        request_id: w1,
         decision: ApprovalDecision::Approve,
     });
     loop {

@@ -39,10 +39,10 @@ async fn the_transcript_is_written_as_the_task_goes_and_resumes() {
     let watcher = async {
         let mut on_disk_while_waiting = Vec::new();
         while let Some(e) = rx.recv().await {
-            if let AgentEvent::ApprovalRequested { call_id, .. } = &e {
+            if let AgentEvent::ApprovalRequested { request } = &e {
                 // Mid-task: what happened so far is already on disk.
                 on_disk_while_waiting = records(&path);
-                task.answer(call_id, ApprovalDecision::Approve).unwrap();
+                task.answer(request.id, ApprovalDecision::Approve).unwrap();
             }
             if matches!(e, AgentEvent::Done { .. }) {
                 break;

@@ -1,5 +1,5 @@
-//! The task across its turns: approvals answered by call id (yes, no, and a cancel while one is
-//! pending), and cancellation mid-stream (the model's stream is dropped) and mid-command (the
+//! The task across its turns: approvals asked with the call's id and answered by request id
+//! (yes, no, a stale answer refused and reported, and a cancel while one is pending), and cancellation mid-stream (the model's stream is dropped) and mid-command (the
 //! sandboxed command is killed: seen running before, gone after).
 
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use spear::agent::task::AnswerError;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::tools::approval::ApprovalId;
 use spear::tools::runner_executor::RunnerExecutor;
 
 use crate::support::*;
@@ -22,14 +23,22 @@ async fn answer_with(
 ) -> Vec<AgentEvent> {
     let mut seen = Vec::new();
     while let Some(e) = rx.recv().await {
-        if let AgentEvent::ApprovalRequested { call_id, .. } = &e {
-            assert_eq!(task.pending_approval().as_deref(), Some(call_id.as_str()));
+        if let AgentEvent::ApprovalRequested { request } = &e {
+            assert_eq!(task.pending_approval(), Some(request.id));
+            let never_asked = ApprovalId(request.id.0 + 1_000_000);
             assert_eq!(
-                task.answer("some-other-call", ApprovalDecision::Approve),
-                Err(AnswerError::NotPending("some-other-call".into()))
+                task.answer(never_asked, ApprovalDecision::Approve),
+                Err(AnswerError::NotPending(never_asked))
             );
             match answers.remove(0) {
-                Some(d) => task.answer(call_id, d).unwrap(),
+                Some(d) => {
+                    task.answer(request.id, d).unwrap();
+                    // Answered: a second answer to it is refused, whatever it says.
+                    assert_eq!(
+                        task.answer(request.id, ApprovalDecision::Approve),
+                        Err(AnswerError::NotPending(request.id))
+                    );
+                }
                 None => task.cancel(),
             }
         }
@@ -38,6 +47,10 @@ async fn answer_with(
         if done {
             break;
         }
+    }
+    // A refusal this loop reported may have been queued behind `done`.
+    while let Ok(e) = rx.try_recv() {
+        seen.push(e);
     }
     seen
 }
@@ -84,16 +97,24 @@ async fn approvals_are_asked_by_call_id_and_answered_yes_or_no() {
     let asked: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::ApprovalRequested {
-                call_id, writes, ..
-            } => {
-                assert_eq!(writes.len(), 1);
-                Some(call_id.clone())
+            AgentEvent::ApprovalRequested { request } => {
+                assert_eq!(request.targets.len(), 1);
+                assert_eq!(request.tool, "write_file");
+                // The request carries the tool's own preview: the file it creates.
+                let change = request.preview.as_ref().and_then(|p| p.file_change());
+                assert_eq!(change.map(|c| c.before.is_none()), Some(true));
+                Some(request.call_id.clone())
             }
             _ => None,
         })
         .collect();
     assert_eq!(asked, ["w-yes", "w-no"]);
+    // Each refused answer (one never asked, one already answered, per approval) was reported.
+    let refused = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ApprovalAnswerRefused { .. }))
+        .count();
+    assert_eq!(refused, 4);
     assert_eq!(statuses(&events), [ToolStatus::Ok, ToolStatus::Denied]);
     assert_eq!(f.read("yes.txt"), "approved");
     assert!(!f.project.join("no.txt").exists());

@@ -339,9 +339,15 @@ pub const TABLE: &[Layer] = &[
         holds: &["spear::agent::builder"],
         within: None,
         may_use: &[
-            ("agent", "it puts the session actor over the router it builds"),
+            (
+                "agent",
+                "it puts the session actor over the router it builds",
+            ),
             ("config", "it builds from the resolved settings"),
-            ("tools", "it assembles the host, the registry, the observers and the router"),
+            (
+                "tools",
+                "it assembles the host, the registry, the observers and the router",
+            ),
             ("coding tools", "the coding surface is registered here"),
             ("primitives", "the session starts in a mode"),
             (
@@ -353,8 +359,14 @@ pub const TABLE: &[Layer] = &[
                 "target_policy",
                 "the protected directories are bound read-only in every writable run",
             ),
-            ("audit", "the audit log is opened here, outside the workspace"),
-            ("runtime", "the terminal's executor is the sandboxed CommandRunner"),
+            (
+                "audit",
+                "the audit log is opened here, outside the workspace",
+            ),
+            (
+                "runtime",
+                "the terminal's executor is the sandboxed CommandRunner",
+            ),
         ],
         private: &[],
     },
@@ -391,11 +403,14 @@ pub const TABLE: &[Layer] = &[
         within: None,
         may_use: &[
             ("agent", "the screen drives the session actor"),
-            ("config", "the log filter and NO_COLOR are read where every variable is"),
-            ("tools", "the screen shows envelopes and drives the router"),
             (
-                "coding tools",
-                "diffs of a pending patch are the patch tool's own",
+                "config",
+                "the log filter and NO_COLOR are read where every variable is",
+            ),
+            (
+                "tools",
+                "the screen shows envelopes, drives the router and draws the tools' own previews \
+                 (it reaches no tool's code: no second parser of a call)",
             ),
             (
                 "primitives",
@@ -414,7 +429,10 @@ pub const TABLE: &[Layer] = &[
         may_use: &[
             ("agent", "main.rs wires the layers"),
             ("config", "main.rs reads the settings"),
-            ("composition root", "every front end builds through the library's builder"),
+            (
+                "composition root",
+                "every front end builds through the library's builder",
+            ),
             ("tui", "main.rs wires the layers"),
             ("tools", "main.rs wires the layers"),
             ("coding tools", "main.rs wires the layers"),

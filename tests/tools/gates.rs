@@ -260,6 +260,28 @@ fn terminal_timeouts_default_to_180_and_above_600_are_refused() {
 }
 
 #[test]
+fn a_front_ends_timeout_replaces_the_terminals_default_but_not_the_calls_own() {
+    let f = Fixture::new();
+    let rec = Recorder::default();
+    let r = f.router(Box::new(rec.clone()));
+    let mut t = turn(&r, Auto);
+    // `spear exec`: its --timeout, or the sandbox's 45 s, for a call that names none.
+    t.command_timeout = Some(Duration::from_millis(45_500));
+    call(&r, &mut t, "terminal", json!({"command": "ls"}));
+    call(
+        &r,
+        &mut t,
+        "terminal",
+        json!({"command": "ls", "timeout": 7}),
+    );
+    let timeouts: Vec<Duration> = rec.ran.lock().unwrap().iter().map(|r| r.1).collect();
+    assert_eq!(
+        timeouts,
+        [Duration::from_millis(45_500), Duration::from_secs(7)]
+    );
+}
+
+#[test]
 fn authorization_refuses_what_the_mode_does_not_grant_and_dangerous_everywhere() {
     let f = Fixture::new();
     let rec = Recorder::default();

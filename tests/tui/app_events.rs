@@ -7,6 +7,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::session::{AppliesFrom, Change, SessionEvent};
+use spear::harness::audit::DecidedBy;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ExecutionMode;
 use spear::tui::event::{Effect, Event};
@@ -201,7 +202,7 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
     assert_eq!(
         fx,
         vec![Effect::Answer {
-            call_id: "c1".into(),
+            request_id: request_id("c1"),
             decision: ApprovalDecision::Approve
         }]
     );
@@ -210,7 +211,7 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
 }
 
 #[test]
-fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session() {
+fn n_denies_m_denies_with_a_message_and_s_answers_allow_for_session() {
     let t0 = Instant::now();
     let mut app = app(t0);
     agent(
@@ -220,7 +221,7 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000)),
         vec![Effect::Answer {
-            call_id: "c1".into(),
+            request_id: request_id("c1"),
             decision: ApprovalDecision::Deny(None)
         }]
     );
@@ -233,7 +234,7 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Enter), ms(t0, 2000)),
         vec![Effect::Answer {
-            call_id: "c2".into(),
+            request_id: request_id("c2"),
             decision: ApprovalDecision::Deny(Some("use cargo".into()))
         }]
     );
@@ -241,27 +242,17 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
         &mut app,
         approval("c3", "make", "SHELL_COMPLEX", &[], false),
     );
+    // `s` allows this exact command for the session: the router keeps the grant (tested at
+    // the router: tests/tools/approvals.rs), the dialog only says so in its answer.
     assert_eq!(
         press(&mut app, key(KeyCode::Char('s')), ms(t0, 3000)),
         vec![Effect::Answer {
-            call_id: "c3".into(),
-            decision: ApprovalDecision::Approve
-        }]
-    );
-    // The exact same call again: answered at once, no dialog.
-    let fx = agent(
-        &mut app,
-        approval("c4", "make", "SHELL_COMPLEX", &[], false),
-    );
-    assert_eq!(
-        fx,
-        vec![Effect::Answer {
-            call_id: "c4".into(),
-            decision: ApprovalDecision::Approve
+            request_id: request_id("c3"),
+            decision: ApprovalDecision::ApproveForSession
         }]
     );
     assert!(app.confirm.is_none());
-    // A different command still asks.
+    // Every approval the router sends opens the dialog.
     agent(
         &mut app,
         approval("c5", "make install", "SHELL_COMPLEX", &[], false),
@@ -271,10 +262,44 @@ fn n_denies_m_denies_with_a_message_and_s_allows_the_same_call_for_the_session()
     assert_eq!(
         press(&mut app, key(KeyCode::Esc), ms(t0, 5000)),
         vec![Effect::Answer {
-            call_id: "c5".into(),
+            request_id: request_id("c5"),
             decision: ApprovalDecision::Deny(None)
         }]
     );
+}
+
+#[test]
+fn a_call_the_routers_session_grant_answered_is_said_so() {
+    let mut app = app(Instant::now());
+    let started = |id: &str| AgentEvent::ToolCallStarted {
+        call_id: id.into(),
+        name: "terminal".into(),
+        arguments: serde_json::json!({"command": "make"}),
+    };
+    let finished = |id: &str, by| {
+        let mut env = envelope(id, "terminal", ok_output("", 0), None);
+        env.decided_by = by;
+        AgentEvent::ToolCallFinished {
+            call_id: id.into(),
+            envelope: env,
+        }
+    };
+    let notices = |app: &spear::tui::app::App| -> Vec<String> {
+        app.cells
+            .items
+            .iter()
+            .filter_map(|c| match &c.kind {
+                spear::tui::cells::CellKind::Notice { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    agent(&mut app, started("c1"));
+    agent(&mut app, finished("c1", Some(DecidedBy::Person)));
+    assert!(notices(&app).is_empty());
+    agent(&mut app, started("c2"));
+    agent(&mut app, finished("c2", Some(DecidedBy::SessionGrant)));
+    assert_eq!(notices(&app), ["allowed for this session (s): make"]);
 }
 
 #[test]
@@ -337,26 +362,28 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
         press(&mut app, key(KeyCode::Enter), t0),
         vec![Effect::Resume("s-old".into())]
     );
-    app.update(Event::Session(SessionEvent::Loaded(Box::new(LoadedSession {
-        meta: SessionMeta {
-            id: "s-old".into(),
-            workspace: "/work/demo".into(),
-            created: "2026-12-01T09:00:00Z".into(),
-            provider: "local".into(),
-            model: "qwen3-coder".into(),
-            mode: "auto".into(),
+    app.update(Event::Session(SessionEvent::Loaded(Box::new(
+        LoadedSession {
+            meta: SessionMeta {
+                id: "s-old".into(),
+                workspace: "/work/demo".into(),
+                created: "2026-12-01T09:00:00Z".into(),
+                provider: "local".into(),
+                model: "qwen3-coder".into(),
+                mode: "auto".into(),
+            },
+            messages: vec![
+                ChatMessage::User {
+                    content: "fix the parser".into(),
+                },
+                ChatMessage::Assistant {
+                    content: Some("Fixed: the here-doc case.".into()),
+                    tool_calls: Vec::new(),
+                    reasoning: None,
+                },
+            ],
         },
-        messages: vec![
-            ChatMessage::User {
-                content: "fix the parser".into(),
-            },
-            ChatMessage::Assistant {
-                content: Some("Fixed: the here-doc case.".into()),
-                tool_calls: Vec::new(),
-                reasoning: None,
-            },
-        ],
-    }))));
+    ))));
     assert_eq!(app.status.mode, ExecutionMode::Auto);
     let screen = render(&app, 80, 24);
     assert!(screen.contains("fix the parser") && screen.contains("Fixed: the here-doc case."));

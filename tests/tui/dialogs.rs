@@ -7,6 +7,7 @@ use std::time::Instant;
 use crossterm::event::KeyCode;
 use serde_json::json;
 use spear::agent::event::AgentEvent;
+use spear::tools::preview::{FileChange, Preview};
 use spear::tui::diff::FileDiff;
 use spear::tui::event::Event;
 
@@ -44,13 +45,15 @@ fn ask_dialog_for_a_terminal_command() {
 #[test]
 fn ask_dialog_for_a_patch_shows_the_diff() {
     let mut app = app(Instant::now());
+    // The patch tool's own preview: the file before and after.
+    let change = FileChange::new(
+        "src/lib.rs",
+        Some(b"pub fn a() {}\npub fn b() {}\n"),
+        Some(b"pub fn a() {}\npub fn b() -> u8 { 1 }\n"),
+    );
     app.update(Event::Preview {
         call_id: "p1".into(),
-        diff: FileDiff::between(
-            "src/lib.rs",
-            Some(b"pub fn a() {}\npub fn b() {}\n"),
-            b"pub fn a() {}\npub fn b() -> u8 { 1 }\n",
-        ),
+        diff: FileDiff::from_change(&change),
     });
     agent(
         &mut app,
@@ -62,12 +65,15 @@ fn ask_dialog_for_a_patch_shows_the_diff() {
     );
     agent(
         &mut app,
-        approval(
-            "p1",
-            "patch src/lib.rs",
-            "WORKSPACE_MUTATING",
-            &["src/lib.rs"],
-            false,
+        with_preview(
+            approval(
+                "p1",
+                "patch src/lib.rs",
+                "WORKSPACE_MUTATING",
+                &["src/lib.rs"],
+                false,
+            ),
+            Preview::FileChange(change),
         ),
     );
     both_widths(&app, "ask_patch");

@@ -255,7 +255,10 @@ async fn keys_typed_during_a_turn_are_handled_at_once_and_the_approval_can_be_an
         .expect("the screen or the turn hung");
     ran.unwrap();
 
-    assert_eq!(std::fs::read_to_string(f.project.join("a.txt")).unwrap(), "x");
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("a.txt")).unwrap(),
+        "x"
+    );
     let seen = &probe.seen;
     let at = |label: &str| {
         seen.iter()
@@ -273,13 +276,20 @@ async fn keys_typed_during_a_turn_are_handled_at_once_and_the_approval_can_be_an
         .collect();
     assert!(enters.len() >= 5, "{seen:#?}");
     assert!(!seen[enters[1]].network, "/network off not shown at once");
-    assert_eq!(seen[enters[2]].mode, ExecutionMode::Ask, "/mode not shown at once");
+    assert_eq!(
+        seen[enters[2]].mode,
+        ExecutionMode::Ask,
+        "/mode not shown at once"
+    );
     assert!(
         seen[enters[3]].last_notice.contains("a turn is running"),
         "/model NAME during a turn: {:?}",
         seen[enters[3]]
     );
-    assert!(seen[enters[4]].popup, "/model did not open its popup at once");
+    assert!(
+        seen[enters[4]].popup,
+        "/model did not open its popup at once"
+    );
     let pgup = at("key PageUp");
     assert!(seen[pgup].scroll > 0 || seen[pgup - 1].scroll == seen[pgup].scroll);
     // All of it happened while the first command was still running.
@@ -350,7 +360,10 @@ async fn esc_during_a_command_cancels_the_turn_and_the_screen_goes_on() {
     let cells = &screen.app.cells;
     let slow = cells.tool("slow").unwrap();
     let env = slow.envelope.as_ref().unwrap();
-    assert_eq!(env.status, spear::harness::primitives::ToolStatus::Cancelled);
+    assert_eq!(
+        env.status,
+        spear::harness::primitives::ToolStatus::Cancelled
+    );
     let mine = cells.tool("you-1").unwrap().envelope.as_ref().unwrap();
     assert!(mine.preview.contains("again"), "{:?}", mine.preview);
 }

@@ -8,8 +8,12 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use spear::agent::event::AgentEvent;
 use spear::harness::command_policy::CommandClass;
-use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use spear::harness::primitives::{
+    Capability, CapabilitySet, ExecutionMode, ToolResult, ToolStatus,
+};
+use spear::tools::approval::{ApprovalId, CallApprovalRequest};
 use spear::tools::envelope::ToolResultEnvelope;
+use spear::tools::preview::Preview;
 use spear::tui::app::{App, AppInit};
 use spear::tui::event::{Effect, Event};
 use spear::tui::theme::Theme;
@@ -97,26 +101,52 @@ pub fn approval(
     writes: &[&str],
     network: bool,
 ) -> AgentEvent {
-    let mut asking = vec!["workspace_write".to_string()];
+    let mut asking = CapabilitySet::of(&[Capability::WorkspaceWrite]);
     if class == "SHELL_COMPLEX" {
-        asking.push("shell_complex".into());
+        asking = asking.with(Capability::ShellComplex);
     }
     if network {
-        asking.push("network".into());
+        asking = asking.with(Capability::Network);
     }
+    let first = command.split_whitespace().next().unwrap_or("");
+    let tool = match first {
+        "patch" | "write_file" | "delete_file" => first,
+        _ => "terminal",
+    };
     AgentEvent::ApprovalRequested {
-        call_id: call_id.into(),
-        mode: ExecutionMode::Ask,
-        command: command.into(),
-        class: class.into(),
-        asking_for: asking,
-        reasons: vec![format!(
-            "`{}` writes in the workspace",
-            command.split_whitespace().next().unwrap_or("")
-        )],
-        writes: writes.iter().map(|s| s.to_string()).collect(),
-        network,
+        request: Box::new(CallApprovalRequest {
+            id: request_id(call_id),
+            call_id: call_id.into(),
+            tool: tool.into(),
+            mode: ExecutionMode::Ask,
+            command: command.into(),
+            class: serde_json::from_value::<CommandClass>(serde_json::json!(class)).unwrap(),
+            asking_for: asking,
+            reasons: vec![format!("`{first}` writes in the workspace")],
+            targets: writes.iter().map(|s| s.to_string()).collect(),
+            network,
+            preview: None,
+        }),
     }
+}
+
+/// The request id `approval(call_id, ..)` gives its request: the call id's number, so a test
+/// can name the answer it expects.
+pub fn request_id(call_id: &str) -> ApprovalId {
+    ApprovalId(
+        call_id
+            .trim_start_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .unwrap(),
+    )
+}
+
+/// `approval(..)` with the tool's preview attached (a patch's file change).
+pub fn with_preview(mut event: AgentEvent, preview: Preview) -> AgentEvent {
+    if let AgentEvent::ApprovalRequested { request } = &mut event {
+        request.preview = Some(preview);
+    }
+    event
 }
 
 /// The screen as text.

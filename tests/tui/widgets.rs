@@ -304,8 +304,9 @@ fn readme_session() {
             &[],
             false,
         );
-        if let AgentEvent::ApprovalRequested { reasons, .. } = &mut ask {
-            *reasons = vec!["`git commit` changes the repository or the working tree".into()];
+        if let AgentEvent::ApprovalRequested { request } = &mut ask {
+            request.reasons =
+                vec!["`git commit` changes the repository or the working tree".into()];
         }
         ask
     });

@@ -123,13 +123,11 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
             name: call.name.clone(),
             arguments,
         };
-        run.task.set_current_call(Some(&call.id));
         let joined = tokio::task::spawn_blocking(move || {
             let r = router.call(&mut turn, &routed);
             (turn, r)
         })
         .await;
-        run.task.set_current_call(None);
         let (turn, result) = joined.map_err(|e| format!("a tool call failed inside Spear: {e}"))?;
         run.turn = Some(turn);
         let mut env = match result {

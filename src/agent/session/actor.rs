@@ -13,10 +13,10 @@ use tokio::sync::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use tokio::task::JoinHandle;
 
 use crate::agent::event::{AgentEvent, EventSink, StopReason};
+use crate::agent::model::ChatMessage;
 use crate::agent::model::ChatModel;
 use crate::agent::runtime::{AgentRuntime, EventTap, RuntimeOptions, TaskOutcome};
 use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
-use crate::agent::model::ChatMessage;
 use crate::agent::session::store::{LoadedSession, SessionStore, SessionWriter};
 use crate::agent::task::{Switches, TaskController};
 use crate::harness::primitives::ExecutionMode;
@@ -132,7 +132,10 @@ impl<M: ChatModel + 'static> SessionActor<M> {
 
     /// Record in `writer` from now on, continuing `history` (also for a front end that opened
     /// the session itself, to know its id before the harness was built).
+    /// The person's "allow for session" grants were given for the session they were in, so a
+    /// new or reopened one starts with none.
     pub fn continue_in(&mut self, writer: SessionWriter, history: Vec<ChatMessage>) {
+        self.parts.router.grants().clear();
         self.session = Some(writer.id().to_string());
         if let Some((model, _)) = &self.parts.model {
             let rt = AgentRuntime::new(
@@ -236,17 +239,27 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             }
             SessionOp::Submit(text) => self.submit(text),
             SessionOp::RunCommand { call_id, command } => Some(self.run_command(call_id, command)),
-            SessionOp::Answer { call_id, decision } => {
+            SessionOp::Answer {
+                request_id,
+                decision,
+            } => {
+                // A refused answer is also reported on the agent stream by the task itself.
                 match &self.task {
                     Some(t) => {
-                        if let Err(e) = t.answer(&call_id, decision) {
+                        if let Err(e) = t.answer(request_id, decision) {
                             self.refuse(OpKind::Answer, e.to_string());
                         }
                     }
-                    None => self.refuse(
-                        OpKind::Answer,
-                        format!("no approval is pending for call `{call_id}`: no turn is running"),
-                    ),
+                    None => {
+                        let reason = format!(
+                            "approval request {request_id} is not pending: no turn is running"
+                        );
+                        self.sink.send(AgentEvent::ApprovalAnswerRefused {
+                            request_id,
+                            reason: reason.clone(),
+                        });
+                        self.refuse(OpKind::Answer, reason);
+                    }
                 }
                 None
             }
@@ -305,9 +318,9 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                         OpKind::New,
                         "no model is configured, so there is no session to start",
                     ),
-                    Err(e) => self.say(SessionEvent::Failed(format!(
-                        "cannot start a session: {e}"
-                    ))),
+                    Err(e) => {
+                        self.say(SessionEvent::Failed(format!("cannot start a session: {e}")))
+                    }
                 }
                 None
             }
@@ -444,9 +457,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 name: "terminal".into(),
                 arguments: serde_json::json!({ "command": command }),
             };
-            task.set_current_call(Some(&call_id));
             let routed = router.call(&mut turn, &call);
-            task.set_current_call(None);
             match routed {
                 Ok(env) => sink.send(AgentEvent::ToolCallFinished {
                     call_id,
@@ -505,7 +516,9 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 {
                     match self.resume(&id) {
                         Ok(_) => why.push_str("; the session goes on from its transcript"),
-                        Err(r) => why.push_str(&format!("; the session could not be reopened: {r}")),
+                        Err(r) => {
+                            why.push_str(&format!("; the session could not be reopened: {r}"))
+                        }
                     }
                 }
                 self.say(SessionEvent::Failed(why.clone()));

@@ -7,6 +7,7 @@ use crate::agent::runtime::TaskOutcome;
 use crate::agent::session::store::{LoadedSession, SessionSummary};
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::ApprovalId;
 
 /// One thing a front end asks of the session. Any op is accepted at any time; what happens to
 /// it during a running turn is [`SessionActor`](super::SessionActor)'s rule.
@@ -15,10 +16,13 @@ pub enum SessionOp {
     /// A request for the model (a turn).
     Submit(String),
     /// `!COMMAND`: one command through the router as a `terminal` call, made by the person.
-    RunCommand { call_id: String, command: String },
-    /// The answer to the pending approval of `call_id`.
-    Answer {
+    RunCommand {
         call_id: String,
+        command: String,
+    },
+    /// The answer to the pending approval request `request_id`.
+    Answer {
+        request_id: ApprovalId,
         decision: ApprovalDecision,
     },
     /// Stop the running turn: the stream is dropped, a running command killed, a pending
@@ -90,17 +94,32 @@ pub enum AppliesFrom {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
     /// A mode or network change was taken, and from when it applies.
-    Applied { change: Change, from: AppliesFrom },
+    Applied {
+        change: Change,
+        from: AppliesFrom,
+    },
     /// An op was refused; nothing it asked for changed.
-    Refused { op: OpKind, reason: String },
+    Refused {
+        op: OpKind,
+        reason: String,
+    },
     /// A session began: by the first request (`by_request`) or by `/new`.
-    Started { id: String, by_request: bool },
+    Started {
+        id: String,
+        by_request: bool,
+    },
     /// A session was reopened with its conversation.
     Loaded(Box<LoadedSession>),
     Sessions(Vec<SessionSummary>),
-    ModelChanged { provider: String, model: String },
+    ModelChanged {
+        provider: String,
+        model: String,
+    },
     /// `/standard` engaged a standard (or none), said in `note`.
-    StandardChanged { name: Option<String>, note: String },
+    StandardChanged {
+        name: Option<String>,
+        note: String,
+    },
     /// Something the session did, for the person to read.
     Note(String),
     /// Something the session could not do, for the person to read.

@@ -12,7 +12,10 @@ pub mod summary;
 mod summary_lex;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
-pub use record::{AuditEvent, AuditRecord, AuditTarget, Decision, MAX_CHANGED_LISTED, rfc3339};
+pub use record::{
+    AuditEvent, AuditRecord, AuditTarget, DecidedBy, Decision, GrantRef, MAX_CHANGED_LISTED,
+    rfc3339,
+};
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;

@@ -45,6 +45,30 @@ impl Decision {
     }
 }
 
+/// Who took a call's decision (recorded as `decided_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    /// The mode granted or refused it without asking.
+    Mode,
+    /// A person was asked and answered.
+    Person,
+    /// A grant a person gave earlier in the session ("allow for session") answered; `grant`
+    /// names it.
+    SessionGrant,
+    /// A gate refused the call before it reached authorization (workspace, target policy, ...).
+    Policy,
+}
+
+/// The session grant that answered a call: its number in the session and the class it was
+/// given for. The command it was given for is the record's `target` (a grant matches only
+/// exactly that command and class).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRef {
+    pub id: u64,
+    pub class: CommandClass,
+}
+
 /// What a call was aimed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuditTarget {
@@ -79,6 +103,10 @@ pub struct AuditEvent {
     pub changes_incomplete: bool,
     /// The refusal kind or rule (`symlink_escape`, `third_party`, ...).
     pub refusal_rule: Option<String>,
+    /// Who decided; `None` when nobody could (an approval that was cancelled).
+    pub decided_by: Option<DecidedBy>,
+    /// The session grant that answered, when `decided_by` is `SessionGrant`.
+    pub grant: Option<GrantRef>,
 }
 
 impl AuditEvent {
@@ -99,6 +127,8 @@ impl AuditEvent {
             changed: Vec::new(),
             changes_incomplete: false,
             refusal_rule: None,
+            decided_by: None,
+            grant: None,
         }
     }
 }
@@ -138,6 +168,11 @@ pub struct AuditRecord {
     pub changes_incomplete: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal_rule: Option<String>,
+    /// Who decided (an addition to format 1: older records have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRef>,
     /// Hash of the previous record (64 zeros for the first).
     pub prev: String,
 }
@@ -186,6 +221,8 @@ impl AuditRecord {
                 .collect(),
             changes_incomplete: event.changes_incomplete,
             refusal_rule: event.refusal_rule.clone(),
+            decided_by: event.decided_by,
+            grant: event.grant,
             prev: String::new(),
         }
     }

@@ -26,6 +26,9 @@ pub struct ApprovalRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalDecision {
     Approve,
+    /// Yes, and the same command of the same class needs no question again this session. The
+    /// harness treats it as `Approve`; whoever keeps session grants (the tool router) keeps one.
+    ApproveForSession,
     /// A considered no, optionally with the person's words.
     Deny(Option<String>),
     /// No answer could be had (no terminal, dialog dismissed, task cancelled).
@@ -143,7 +146,7 @@ pub(crate) fn authorize(
             network: assessment.network,
         };
         match approver.approve(&request) {
-            ApprovalDecision::Approve => {}
+            ApprovalDecision::Approve | ApprovalDecision::ApproveForSession => {}
             ApprovalDecision::Deny(words) => {
                 let reason = match words {
                     Some(w) if !w.trim().is_empty() => format!("the user declined: {}", w.trim()),

@@ -16,10 +16,8 @@ use crate::tools::handler::{
     invalid_arguments,
 };
 use crate::tools::host::SpearHost;
-use crate::tools::lines::cut_middle;
+use crate::tools::preview::{FileChange, Preview};
 use crate::tools::working_state::content_hash;
-
-const PREVIEW_CHARS: usize = 4_000;
 
 pub fn schema() -> Value {
     json!({
@@ -104,7 +102,7 @@ impl Action for PatchAction {
         &mut self,
         host: &SpearHost,
         paths: &[GatedPath],
-    ) -> Result<Option<String>, ToolResult> {
+    ) -> Result<Option<Preview>, ToolResult> {
         let p = paths
             .first()
             .ok_or_else(|| ToolResult::failed("patch was planned without a path"))?;
@@ -121,39 +119,22 @@ impl Action for PatchAction {
             return Err(not_found());
         }
         let before = current(host, p)?.ok_or_else(not_found)?;
-        let (after, preview) = match &self.change {
-            Change::Edits(edits) => {
-                let after = apply_edits(&before, edits, &shown).map_err(ToolResult::failed)?;
-                let preview: String = edits
-                    .iter()
-                    .map(|e| {
-                        format!(
-                            "--- {}\n+++ {}\n",
-                            e.old.replace('\n', "\n--- "),
-                            e.new.replace('\n', "\n+++ ")
-                        )
-                    })
-                    .collect();
-                (after, preview)
-            }
-            Change::Diff(diff) => (
-                apply_diff(&before, diff, &shown).map_err(ToolResult::failed)?,
-                diff.clone(),
-            ),
-        };
+        let after = match &self.change {
+            Change::Edits(edits) => apply_edits(&before, edits, &shown),
+            Change::Diff(diff) => apply_diff(&before, diff, &shown),
+        }
+        .map_err(ToolResult::failed)?;
         if after == before {
             return Err(ToolResult::failed(format!(
                 "the patch leaves `{shown}` unchanged"
             )));
         }
+        let preview = FileChange::new(shown, Some(&before), Some(&after));
         self.prepared = Some(Prepared {
             before_hash: content_hash(&before),
             after,
         });
-        Ok(Some(format!(
-            "patch `{shown}`\n{}",
-            cut_middle(&preview, PREVIEW_CHARS, None).0
-        )))
+        Ok(Some(Preview::FileChange(preview)))
     }
 
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {

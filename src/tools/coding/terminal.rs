@@ -13,6 +13,7 @@ use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
 use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
 use crate::tools::host_command::{HostCommand, HostCommandUse, detect};
+use crate::tools::preview::Preview;
 
 pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 pub const MAX_TIMEOUT_SECS: u64 = 600;
@@ -35,10 +36,7 @@ pub struct Terminal;
 impl ToolHandler for Terminal {
     fn plan(&self, args: &Value, host: &SpearHost) -> Result<Plan, Refusal> {
         let command = args["command"].as_str().unwrap_or_default().to_string();
-        let secs = args
-            .get("timeout")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_TIMEOUT_SECS);
+        let secs = args.get("timeout").and_then(Value::as_u64);
         let assessment = host.classify(&command);
         match detect(&command, &assessment) {
             HostCommandUse::Alone(cmd) => {
@@ -66,7 +64,7 @@ impl ToolHandler for Terminal {
             }
             HostCommandUse::None => {}
         }
-        if secs > MAX_TIMEOUT_SECS {
+        if let Some(secs) = secs.filter(|s| *s > MAX_TIMEOUT_SECS) {
             return Err(Refusal::new(
                 Gate::Arguments,
                 "timeout_too_long",
@@ -78,11 +76,12 @@ impl ToolHandler for Terminal {
         }
         Ok(Plan {
             targets: Vec::new(),
-            command: Some(assessment),
+            command: Some(assessment.clone()),
             audit_target: Some(command.clone()),
             action: Box::new(RunCommand {
                 command,
-                timeout: Duration::from_secs(secs),
+                preview: Preview::Command { assessment },
+                timeout: secs.map(Duration::from_secs),
             }),
         })
     }
@@ -97,12 +96,14 @@ impl Action for HostAction {
         &mut self,
         _host: &SpearHost,
         _paths: &[crate::tools::gates::GatedPath],
-    ) -> Result<Option<String>, ToolResult> {
-        Ok(Some(format!(
-            "{} {} (answered by Spear)",
-            self.cmd.name,
-            self.cmd.args.join(" ")
-        )))
+    ) -> Result<Option<Preview>, ToolResult> {
+        Ok(Some(Preview::Note {
+            text: format!(
+                "{} {} (answered by Spear)",
+                self.cmd.name,
+                self.cmd.args.join(" ")
+            ),
+        }))
     }
 
     fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
@@ -112,7 +113,11 @@ impl Action for HostAction {
 
 struct RunCommand {
     command: String,
-    timeout: Duration,
+    /// The command with what the policy made of it: the preview the person approves.
+    preview: Preview,
+    /// The call's own timeout; without one, the front end's (`RunContext::command_timeout`),
+    /// else `DEFAULT_TIMEOUT_SECS`.
+    timeout: Option<Duration>,
 }
 
 impl Action for RunCommand {
@@ -120,8 +125,8 @@ impl Action for RunCommand {
         &mut self,
         _host: &SpearHost,
         _paths: &[crate::tools::gates::GatedPath],
-    ) -> Result<Option<String>, ToolResult> {
-        Ok(Some(format!("$ {}", self.command)))
+    ) -> Result<Option<Preview>, ToolResult> {
+        Ok(Some(self.preview.clone()))
     }
 
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
@@ -129,6 +134,10 @@ impl Action for RunCommand {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
         };
+        let timeout = self
+            .timeout
+            .or(ctx.command_timeout)
+            .unwrap_or(Duration::from_secs(DEFAULT_TIMEOUT_SECS));
         let outcome = match ctx.tap {
             Some(tap) => {
                 let mut tee = Tee {
@@ -136,21 +145,9 @@ impl Action for RunCommand {
                     tap,
                     call_id: ctx.call_id,
                 };
-                host.run_command(
-                    &self.command,
-                    ctx.profile,
-                    self.timeout,
-                    &mut tee,
-                    ctx.cancel,
-                )
+                host.run_command(&self.command, ctx.profile, timeout, &mut tee, ctx.cancel)
             }
-            None => host.run_command(
-                &self.command,
-                ctx.profile,
-                self.timeout,
-                &mut sink,
-                ctx.cancel,
-            ),
+            None => host.run_command(&self.command, ctx.profile, timeout, &mut sink, ctx.cancel),
         };
         // Grounded mutations: what the command really changed goes into WorkingState.
         if let Some(changes) = &outcome.result.changes {

@@ -8,10 +8,12 @@ use serde_json::{Value, json};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::harness::workspace::{FsError, WorkspacePath};
+use crate::tools::gates::GatedPath;
 use crate::tools::handler::{
     Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
 };
 use crate::tools::host::SpearHost;
+use crate::tools::preview::{FileChange, Preview};
 use crate::tools::working_state::content_hash;
 
 pub fn write_schema() -> Value {
@@ -95,7 +97,33 @@ struct WriteAction {
     content: String,
 }
 
+/// The file as it is and as the call leaves it: what the person approves. A file that cannot
+/// be read is said so in a note: the call is still authorized first, and `run` then answers
+/// with the read's own refusal (a FIFO is `invalid_path` whatever the mode).
+fn file_change(host: &SpearHost, paths: &[GatedPath], after: Option<&[u8]>) -> Option<Preview> {
+    let p = paths.first()?;
+    let shown = p.written().display().to_string();
+    Some(match current(host, p) {
+        Ok(before) => Preview::FileChange(FileChange::new(shown, before.as_deref(), after)),
+        Err(r) => Preview::Note {
+            text: format!(
+                "{} `{shown}`, whose content cannot be read: {}",
+                if after.is_some() { "write" } else { "delete" },
+                r.reason.unwrap_or_default()
+            ),
+        },
+    })
+}
+
 impl Action for WriteAction {
+    fn prepare(
+        &mut self,
+        host: &SpearHost,
+        paths: &[GatedPath],
+    ) -> Result<Option<Preview>, ToolResult> {
+        Ok(file_change(host, paths, Some(self.content.as_bytes())))
+    }
+
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("write_file was planned without a path").into();
@@ -140,6 +168,14 @@ impl ToolHandler for DeleteFile {
 struct DeleteAction;
 
 impl Action for DeleteAction {
+    fn prepare(
+        &mut self,
+        host: &SpearHost,
+        paths: &[GatedPath],
+    ) -> Result<Option<Preview>, ToolResult> {
+        Ok(file_change(host, paths, None))
+    }
+
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("delete_file was planned without a path").into();

@@ -122,11 +122,12 @@ impl Action for FetchAction {
         &mut self,
         _host: &SpearHost,
         _paths: &[crate::tools::gates::GatedPath],
-    ) -> Result<Option<String>, ToolResult> {
-        Ok(Some(match &self.req.save_as {
+    ) -> Result<Option<crate::tools::preview::Preview>, ToolResult> {
+        let text = match &self.req.save_as {
             Some(p) => format!("fetch {} and save it as `{p}`", self.req.url),
             None => format!("fetch {}", self.req.url),
-        }))
+        };
+        Ok(Some(crate::tools::preview::Preview::Note { text }))
     }
 
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {

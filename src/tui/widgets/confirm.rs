@@ -1,5 +1,5 @@
-//! The ASK dialog. It holds one approval request (keyed by its call id) and, on a key, emits one
-//! decision; the app delivers it to the TaskController. It shows the tool, the whole command
+//! The ASK dialog. It holds one approval request (keyed by its request id) and, on a key, emits
+//! one decision naming that id; the app delivers it to the TaskController. It shows the tool, the whole command
 //! wrapped (scrollable, never cut), the class with every reason, what it needs, the paths it
 //! writes, the working directory, and for write_file/patch the diff of what will be written.
 //! Invariant: a key that arrives within `GUARD` of the dialog opening answers nothing, so keys
@@ -15,6 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
 use crate::harness::command_policy::ApprovalDecision;
+use crate::tools::approval::ApprovalId;
 use crate::tui::diff::FileDiff;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{diff_lines, wrap};
@@ -25,6 +26,7 @@ pub const GUARD: Duration = Duration::from_millis(300);
 /// What the dialog asks about (the `approval_requested` event, plus what the app knows).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalView {
+    pub request_id: ApprovalId,
     pub call_id: String,
     pub tool: String,
     pub command: String,
@@ -34,16 +36,17 @@ pub struct ApprovalView {
     pub writes: Vec<String>,
     pub network: bool,
     pub cwd: String,
+    /// The tool's own preview of a file change, as a diff.
     pub diff: Option<FileDiff>,
 }
 
-/// The decision the dialog emits.
+/// The decision the dialog emits (`s` is `ApproveForSession`: this exact command and class,
+/// for the rest of the session).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided {
+    pub request_id: ApprovalId,
     pub call_id: String,
     pub decision: ApprovalDecision,
-    /// `s`: approve this exact command for the rest of the session.
-    pub for_session: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -70,18 +73,18 @@ impl Confirm {
         if at.saturating_duration_since(self.opened) < GUARD {
             return None;
         }
-        let decided = |decision, for_session| {
+        let decided = |decision| {
             Some(Decided {
+                request_id: self.view.request_id,
                 call_id: self.view.call_id.clone(),
                 decision,
-                for_session,
             })
         };
         if let Some(msg) = &mut self.message {
             match key.code {
                 KeyCode::Enter => {
                     let m = std::mem::take(msg);
-                    return decided(ApprovalDecision::Deny(Some(m)), false);
+                    return decided(ApprovalDecision::Deny(Some(m)));
                 }
                 KeyCode::Esc => self.message = None,
                 KeyCode::Backspace => {
@@ -93,9 +96,9 @@ impl Confirm {
             return None;
         }
         match key.code {
-            KeyCode::Char('y') => decided(ApprovalDecision::Approve, false),
-            KeyCode::Char('s') => decided(ApprovalDecision::Approve, true),
-            KeyCode::Char('n') | KeyCode::Esc => decided(ApprovalDecision::Deny(None), false),
+            KeyCode::Char('y') => decided(ApprovalDecision::Approve),
+            KeyCode::Char('s') => decided(ApprovalDecision::ApproveForSession),
+            KeyCode::Char('n') | KeyCode::Esc => decided(ApprovalDecision::Deny(None)),
             KeyCode::Char('m') => {
                 self.message = Some(String::new());
                 None

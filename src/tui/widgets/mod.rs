@@ -43,10 +43,6 @@ pub fn diff_lines(d: &FileDiff, width: u16, theme: &Theme) -> Vec<Line<'static>>
         format!("{} +{} -{}", d.path, d.added, d.removed)
     };
     out.push(Line::styled(head, theme.accent()));
-    if let Some(p) = &d.problem {
-        out.push(Line::styled(format!("no diff: {p}"), theme.danger()));
-        return out;
-    }
     let num = |n: Option<usize>| n.map_or("    ".to_string(), |n| format!("{n:>4}"));
     for l in &d.lines {
         let (sign, style) = match l.tag {

@@ -1,0 +1,261 @@
+//! Approvals at the tool seam: the request the router builds for a call that needs a yes (its
+//! own id, the call's id, the tool, the typed class, the reasons, the capabilities asked for,
+//! the targets and the tool's typed preview), the `CallApprover` a front end answers it through,
+//! the session grants "allow for session" leaves behind, and `CallAsk`, through which the
+//! harness's authorization asks for one call. Invariant: a request is built only from the call
+//! the router is routing (the router alone makes a `CallAsk`, so no front end has to guess a
+//! call id), and a grant answers a later question only for exactly the command text and class
+//! it was given for.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::harness::audit::{DecidedBy, GrantRef};
+use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver, CommandClass};
+use crate::harness::primitives::{CapabilitySet, ExecutionMode};
+use crate::tools::preview::Preview;
+
+/// Names one approval request, unique within the process: an answer names the request it
+/// answers, so a late answer cannot be taken for one to a later question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct ApprovalId(pub u64);
+
+static REQUESTS: AtomicU64 = AtomicU64::new(1);
+
+impl ApprovalId {
+    /// A fresh id.
+    pub fn next() -> Self {
+        ApprovalId(REQUESTS.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl std::fmt::Display for ApprovalId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a person is asked about one call. On the wire (`approval_requested`) its fields keep
+/// the names the event always had (`command`, `class`, `asking_for`, `reasons`, `writes`,
+/// `network`) and add `request_id`, `call_id`, `tool` and the preview's shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CallApprovalRequest {
+    #[serde(rename = "request_id")]
+    pub id: ApprovalId,
+    pub call_id: String,
+    pub tool: String,
+    pub mode: ExecutionMode,
+    /// The command as it was classified (a file tool's write reads `write_file PATH`).
+    pub command: String,
+    pub class: CommandClass,
+    /// The capabilities that need a yes.
+    pub asking_for: CapabilitySet,
+    pub reasons: Vec<String>,
+    /// The paths the call writes.
+    #[serde(rename = "writes")]
+    pub targets: Vec<String>,
+    pub network: bool,
+    /// What the tool will do, as it computed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
+}
+
+impl CallApprovalRequest {
+    /// The harness's view of the question (for approvers that need no more).
+    pub fn harness_request(&self) -> ApprovalRequest {
+        ApprovalRequest {
+            mode: self.mode,
+            command: self.command.clone(),
+            class: self.class,
+            asking_for: self.asking_for,
+            reasons: self.reasons.clone(),
+            writes: self.targets.clone(),
+            network: self.network,
+        }
+    }
+}
+
+/// Answers the router's approval requests (the screen's dialog through the task, the terminal
+/// prompt, a test double). `ApproveForSession` asks the router to keep a session grant.
+pub trait CallApprover: Send + Sync {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision;
+}
+
+/// Any harness `Approver` answers a call's request from its harness view.
+impl<T: Approver + Send + Sync + ?Sized> CallApprover for T {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+        Approver::approve(self, &request.harness_request())
+    }
+}
+
+/// A shared approver answers as the one it shares.
+impl<T: CallApprover + ?Sized> CallApprover for Arc<T> {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+        (**self).approve(request)
+    }
+}
+
+/// "Allow for session": the exact command text and class a person allowed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionGrant {
+    pub id: u64,
+    pub command: String,
+    pub class: CommandClass,
+}
+
+/// The grants of one session, held by its router. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct SessionGrants {
+    grants: Arc<Mutex<Vec<SessionGrant>>>,
+}
+
+impl SessionGrants {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<SessionGrant>> {
+        self.grants.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The grant for exactly `command` and `class`, if the person gave one.
+    pub fn find(&self, command: &str, class: CommandClass) -> Option<SessionGrant> {
+        self.lock()
+            .iter()
+            .find(|g| g.command == command && g.class == class)
+            .cloned()
+    }
+
+    /// Keep a grant for `command` and `class` (the one already kept, if any).
+    pub fn grant(&self, command: &str, class: CommandClass) -> SessionGrant {
+        let mut grants = self.lock();
+        if let Some(g) = grants
+            .iter()
+            .find(|g| g.command == command && g.class == class)
+        {
+            return g.clone();
+        }
+        let g = SessionGrant {
+            id: grants.len() as u64 + 1,
+            command: command.to_string(),
+            class,
+        };
+        grants.push(g.clone());
+        g
+    }
+
+    /// Every grant, oldest first.
+    pub fn list(&self) -> Vec<SessionGrant> {
+        self.lock().clone()
+    }
+
+    /// Forget every grant: a new or reopened session starts with none (a grant is the person's
+    /// word for the session they gave it in).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+}
+
+/// The harness asks through this for one call: a session grant for exactly this command and
+/// class answers at once; otherwise the turn's approver is asked with the call's typed request
+/// (its id, the call, the tool, the preview). It remembers who answered and how, so a person's
+/// "no" is told apart from what the mode refuses, and a session grant is recorded as one.
+pub(crate) struct CallAsk<'a> {
+    inner: &'a dyn CallApprover,
+    grants: &'a SessionGrants,
+    call_id: &'a str,
+    tool: &'a str,
+    preview: Option<&'a Preview>,
+    answer: RefCell<Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)>>,
+}
+
+impl<'a> CallAsk<'a> {
+    pub(crate) fn new(
+        inner: &'a dyn CallApprover,
+        grants: &'a SessionGrants,
+        call_id: &'a str,
+        tool: &'a str,
+        preview: Option<&'a Preview>,
+    ) -> Self {
+        CallAsk {
+            inner,
+            grants,
+            call_id,
+            tool,
+            preview,
+            answer: RefCell::new(None),
+        }
+    }
+
+    /// How the question was answered, and by whom (`None`: nobody was asked).
+    pub(crate) fn into_answer(self) -> Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)> {
+        self.answer.into_inner()
+    }
+}
+
+impl Approver for CallAsk<'_> {
+    fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
+        if let Some(g) = self.grants.find(&request.command, request.class) {
+            let grant = GrantRef {
+                id: g.id,
+                class: g.class,
+            };
+            *self.answer.borrow_mut() = Some((
+                ApprovalDecision::Approve,
+                DecidedBy::SessionGrant,
+                Some(grant),
+            ));
+            return ApprovalDecision::Approve;
+        }
+        let asked = CallApprovalRequest {
+            id: ApprovalId::next(),
+            call_id: self.call_id.to_string(),
+            tool: self.tool.to_string(),
+            mode: request.mode,
+            command: request.command.clone(),
+            class: request.class,
+            asking_for: request.asking_for,
+            reasons: request.reasons.clone(),
+            targets: request.writes.clone(),
+            network: request.network,
+            preview: self.preview.cloned(),
+        };
+        let d = self.inner.approve(&asked);
+        if d == ApprovalDecision::ApproveForSession {
+            self.grants.grant(&request.command, request.class);
+        }
+        *self.answer.borrow_mut() = Some((d.clone(), DecidedBy::Person, None));
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_matches_exactly_its_command_and_class() {
+        let grants = SessionGrants::default();
+        let g = grants.grant("touch a", CommandClass::WorkspaceMutating);
+        assert_eq!(
+            grants.find("touch a", CommandClass::WorkspaceMutating),
+            Some(g.clone())
+        );
+        assert_eq!(
+            grants.find("touch a ", CommandClass::WorkspaceMutating),
+            None
+        );
+        assert_eq!(grants.find("touch a", CommandClass::ShellComplex), None);
+        assert_eq!(grants.grant("touch a", CommandClass::WorkspaceMutating), g);
+        assert_eq!(grants.list().len(), 1);
+        let next = grants.grant("make", CommandClass::ShellComplex);
+        assert_eq!(next.id, 2);
+        // A new session starts with none.
+        grants.clear();
+        assert_eq!(
+            grants.find("touch a", CommandClass::WorkspaceMutating),
+            None
+        );
+        assert!(grants.list().is_empty());
+    }
+}
