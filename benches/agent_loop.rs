@@ -23,7 +23,7 @@ use spear::tools::executor::{CommandExecutor, CommandOutcome};
 use spear::tools::handler::{Action, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::ResultStore;
+use spear::tools::results::ResultStore;
 use spear::tools::router::ToolRouter;
 use spear::tools::spec::{Surface, ToolSpec};
 
@@ -132,7 +132,7 @@ fn bench(c: &mut Criterion) {
         ResultStore::open_in(
             &state,
             &project,
-            spear::tools::result_store::StoreLimits::default(),
+            spear::tools::results::StoreLimits::default(),
         )
         .unwrap(),
         HostConfig::default(),

@@ -20,7 +20,7 @@ use crate::agent::task::TaskController;
 use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy, ToolView};
 use crate::tools::normative::EngagedStandard;
 use crate::tools::router::ToolRouter;
-use crate::tools::turn::Turn;
+use crate::tools::router::turn::Turn;
 
 mod passes;
 

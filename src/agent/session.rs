@@ -15,7 +15,7 @@ use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::model::{ChatMessage, ToolCallRequest};
-use crate::tools::result_store::{StoreError, workspace_state_dir};
+use crate::tools::results::{StoreError, workspace_state_dir};
 
 #[derive(Debug, Error)]
 pub enum SessionError {

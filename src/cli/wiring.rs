@@ -21,7 +21,7 @@ use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::normative::{self, EngagedStandard, StandardsLibrary};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::ResultStore;
+use spear::tools::results::ResultStore;
 use spear::tools::router::ToolRouter;
 use spear::tui::preview::PreviewObserver;
 
@@ -139,7 +139,7 @@ pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn Comma
     let built = CommandRunner::new(config)
         .map_err(|e| e.to_string())
         .and_then(|runner| {
-            spear::tools::runner_executor::RunnerExecutor::new(runner).map_err(|e| e.to_string())
+            spear::tools::executor::runner::RunnerExecutor::new(runner).map_err(|e| e.to_string())
         });
     match built {
         Ok(executor) => Box::new(executor),

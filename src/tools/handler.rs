@@ -11,9 +11,9 @@ use crate::harness::command_policy::{CommandAssessment, CommandClass, ExecutionP
 use crate::harness::primitives::ToolResult;
 use crate::harness::target_policy::Writer;
 use crate::tools::executor::{CancelToken, OutputTap};
-use crate::tools::gates::GatedPath;
 use crate::tools::host::SpearHost;
-use crate::tools::result_store::StoredOutput;
+use crate::tools::host::gates::GatedPath;
+use crate::tools::results::StoredOutput;
 
 /// Which step of the call path stopped a call. Tests name gates by this; the envelope carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -25,7 +25,7 @@ use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, Output
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::ToolRouter;
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -10,7 +10,7 @@ use spear::agent::task::AnswerError;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::harness::runtime::{CommandRunner, RunnerConfig};
-use spear::tools::runner_executor::RunnerExecutor;
+use spear::tools::executor::runner::RunnerExecutor;
 
 use crate::support::*;
 

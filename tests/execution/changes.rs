@@ -13,13 +13,13 @@ use spear::harness::runtime::CommandRunner;
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
+use spear::tools::executor::runner::RunnerExecutor;
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
+use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::runner_executor::RunnerExecutor;
-use spear::tools::turn::Turn;
 use spear::tools::working_state::NOT_HASHED;
 
 use crate::support::*;

@@ -242,7 +242,7 @@ pub const TABLE: &[Layer] = &[
             ("primitives", "every call ends in a ToolResult, in a mode"),
             (
                 "shell",
-                "host commands are recognised on the bash parse (host_command)",
+                "host commands are recognised on the bash parse (host::command)",
             ),
             (
                 "command_policy",
@@ -278,7 +278,7 @@ pub const TABLE: &[Layer] = &[
             ),
             (
                 "runtime",
-                "runner_executor is the terminal's CommandExecutor backed by CommandRunner",
+                "executor::runner is the terminal's CommandExecutor backed by CommandRunner",
             ),
             (
                 "process",

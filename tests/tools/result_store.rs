@@ -14,7 +14,7 @@ use spear::harness::process::BoundedCapture;
 use spear::harness::sandbox::{CAPTURE_HEAD, CAPTURE_TAIL};
 use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
 use spear::tools::host::HostConfig;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::ToolRouter;
 
 use crate::support::*;

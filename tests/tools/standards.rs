@@ -13,8 +13,8 @@ use spear::tools::normative::extract::SourceKind;
 use spear::tools::normative::library::AddOutcome;
 use spear::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
 use spear::tools::registry::ToolRegistry;
+use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::turn::Turn;
 
 use super::support::{Fixture, Recorder};
 

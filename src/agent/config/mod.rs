@@ -144,7 +144,7 @@ pub struct HarnessSettings {
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,
     /// `[results] max_result_bytes` and `budget_bytes`.
-    pub store_limits: crate::tools::result_store::StoreLimits,
+    pub store_limits: crate::tools::results::StoreLimits,
     /// `[limits]`: per-command resource limits (rlimits and the process cap).
     pub resource_limits: crate::harness::resource_control::ResourceLimits,
     /// `[cgroups]`: limits on the sandbox as a whole, applied through a systemd scope.

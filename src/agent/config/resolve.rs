@@ -15,8 +15,8 @@ use super::{
 };
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::sandbox::netns::IpPrefix;
-use crate::tools::result_store::StoreLimits;
-use crate::tools::turn::refusal_repeats;
+use crate::tools::results::StoreLimits;
+use crate::tools::router::turn::refusal_repeats;
 
 /// Where environment variables come from: the process, or a fixed map (tests). Deliberately
 /// not `Debug`: it can read any variable, keys included.

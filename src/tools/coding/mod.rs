@@ -104,7 +104,7 @@ mod tests {
             if let Some(o) = v.as_object() {
                 for (k, sub) in o {
                     assert!(
-                        crate::tools::schema::KEYWORDS.contains(&k.as_str()),
+                        crate::tools::router::schema::KEYWORDS.contains(&k.as_str()),
                         "{tool}: {k}"
                     );
                     match k.as_str() {

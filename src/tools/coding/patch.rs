@@ -10,12 +10,12 @@ use crate::harness::target_policy::Writer;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
 use crate::tools::coding::write_file::{current, fs_failure, reported};
-use crate::tools::gates::GatedPath;
 use crate::tools::handler::{
     Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
     invalid_arguments,
 };
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::GatedPath;
 use crate::tools::lines::cut_middle;
 use crate::tools::working_state::content_hash;
 

@@ -14,7 +14,7 @@ use crate::tools::handler::{
 };
 use crate::tools::host::SpearHost;
 use crate::tools::lines::{count_lines, display_line, read_line_capped, skip_lines};
-use crate::tools::result_store::{SCHEME, StoreError};
+use crate::tools::results::{SCHEME, StoreError};
 
 pub const DEFAULT_LIMIT: u64 = 500;
 pub const MAX_LIMIT: u64 = 2_000;

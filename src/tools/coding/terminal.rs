@@ -12,7 +12,7 @@ use crate::harness::primitives::ToolResult;
 use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
 use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
-use crate::tools::host_command::{HostCommand, HostCommandUse, detect};
+use crate::tools::host::command::{HostCommand, HostCommandUse, detect};
 
 pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 pub const MAX_TIMEOUT_SECS: u64 = 600;
@@ -96,7 +96,7 @@ impl Action for HostAction {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(Some(format!(
             "{} {} (answered by Spear)",
@@ -119,7 +119,7 @@ impl Action for RunCommand {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(Some(format!("$ {}", self.command)))
     }

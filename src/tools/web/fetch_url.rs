@@ -121,7 +121,7 @@ impl Action for FetchAction {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<String>, ToolResult> {
         Ok(Some(match &self.req.save_as {
             Some(p) => format!("fetch {} and save it as `{p}`", self.req.url),

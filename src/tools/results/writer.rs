@@ -11,8 +11,8 @@ use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 
 use crate::tools::executor::{OutputSink, OutputStream};
-use crate::tools::result_preview::{Facts, PreviewBuffer, StoreReport, StoredOutput};
-use crate::tools::result_store::{LINE_STRIDE, ResultIndex, ResultStore, StoreError, io_err};
+use crate::tools::results::preview::{Facts, PreviewBuffer, StoreReport, StoredOutput};
+use crate::tools::results::store::{LINE_STRIDE, ResultIndex, ResultStore, StoreError, io_err};
 
 /// Disk is asked of the store at least this much at a time (each request lists the store).
 const GRANT_STEP: u64 = 1 << 20;

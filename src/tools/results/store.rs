@@ -19,8 +19,8 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::tools::lines;
-pub use crate::tools::result_preview::{StoreReport, StoredOutput};
-pub use crate::tools::result_writer::ResultWriter;
+use crate::tools::results::preview::StoredOutput;
+use crate::tools::results::writer::ResultWriter;
 
 /// The scheme of stored results.
 pub const SCHEME: &str = "result://";

@@ -3,6 +3,10 @@
 //! command policy, the command executor, the ResultStore and WorkingState), and it answers the
 //! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
 
+pub mod command;
+pub mod gates;
+pub mod knowledge;
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::Mutex;
@@ -17,10 +21,9 @@ use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
 use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
-use crate::tools::gates::GatedPath;
-use crate::tools::host_command::HostCommand;
-use crate::tools::knowledge;
-use crate::tools::result_store::ResultStore;
+use crate::tools::host::command::HostCommand;
+use crate::tools::host::gates::GatedPath;
+use crate::tools::results::ResultStore;
 use crate::tools::web::{WebPair, WebSettings};
 use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
 

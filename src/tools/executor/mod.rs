@@ -3,6 +3,8 @@
 //! tests use doubles. Output is streamed into an `OutputSink` (the ResultStore) as it arrives, so
 //! neither side ever holds a whole output in memory.
 
+pub mod runner;
+
 use std::io;
 use std::time::Duration;
 

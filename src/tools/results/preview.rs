@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::tools::lines::{utf8_prefix, utf8_suffix};
-use crate::tools::result_store::{PREVIEW_CHARS, ResultIndex, SCHEME};
+use crate::tools::results::store::{PREVIEW_CHARS, ResultIndex, SCHEME};
 
 /// What the store's limits did to one output (all zero but `cap_bytes` when nothing was hit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

@@ -5,6 +5,9 @@
 //! authorization (ASK asks), the action, and normalisation into a `ToolResultEnvelope`. A refusal
 //! is a value on that path; `Err` only means an observer (the audit log) broke.
 
+pub mod schema;
+pub mod turn;
+
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,14 +22,13 @@ use crate::harness::command_policy::{
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::envelope::ToolResultEnvelope;
-use crate::tools::gates::{gate_command_writes, gate_target};
 use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::{gate_command_writes, gate_target};
 use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
 use crate::tools::registry::{RegisteredTool, ToolRegistry};
-use crate::tools::result_store::PREVIEW_CHARS;
-use crate::tools::schema;
-use crate::tools::turn::{RefusalKey, Turn, normalize_target, refusal_repeats_from_env};
+use crate::tools::results::PREVIEW_CHARS;
+use crate::tools::router::turn::{RefusalKey, Turn, normalize_target, refusal_repeats_from_env};
 
 /// One call as the model (or a person) makes it.
 #[derive(Debug, Clone, PartialEq)]
