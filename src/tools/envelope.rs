@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
-use crate::tools::handler::Gate;
 use crate::tools::lines::cut_middle;
+use crate::tools::refusal::Gate;
 use crate::tools::results::{PREVIEW_CHARS, StoreReport, StoredOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -17,6 +17,7 @@ pub mod host;
 pub mod lines;
 pub mod normative;
 pub mod observer;
+pub mod refusal;
 pub mod registry;
 pub mod results;
 pub mod router;

@@ -12,7 +12,7 @@ use spear::harness::command_policy::{CommandClass, ExecutionProfile};
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::envelope::ToolResultEnvelope;
 use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
-use spear::tools::handler::Gate;
+use spear::tools::refusal::Gate;
 
 use crate::support::*;
 

@@ -433,7 +433,7 @@ fn pdf_round_trip_reads_by_clause_and_by_pages_and_a_scan_is_refused() {
 
 #[test]
 fn a_purely_normative_turn_is_refused_any_call_that_would_touch_the_working_tree() {
-    use spear::tools::handler::Gate;
+    use spear::tools::refusal::Gate;
     let lib = Lib::new();
     let route = |purely_normative: bool, name: &str, args: serde_json::Value| {
         let settings = ExposureSettings {

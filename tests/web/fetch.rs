@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::tools::handler::Gate;
+use spear::tools::refusal::Gate;
 use spear::tools::web::{AddressPolicy, WebSettings};
 
 use crate::pdf;

@@ -10,13 +10,12 @@ use crate::harness::target_policy::Writer;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
 use crate::tools::coding::write_file::{current, fs_failure, reported};
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
 use crate::tools::host::gates::GatedPath;
+use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::lines::cut_middle;
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
 
 const PREVIEW_CHARS: usize = 4_000;

@@ -15,11 +15,10 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
 use crate::harness::workspace::{Access, WorkspacePath};
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::{Target, TargetAccess};
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::walk::{safe_walk, special_kind};
 
 pub const DEFAULT_MAX_RESULTS: u64 = 100;

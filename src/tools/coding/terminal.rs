@@ -10,9 +10,10 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
 use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
-use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
 use crate::tools::host::command::{HostCommand, HostCommandUse, detect};
+use crate::tools::refusal::{Gate, Refusal};
 
 pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 pub const MAX_TIMEOUT_SECS: u64 = 600;

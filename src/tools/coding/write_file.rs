@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::harness::workspace::{FsError, WorkspacePath};
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::{Target, TargetAccess};
+use crate::tools::refusal::Refusal;
 use crate::tools::working_state::content_hash;
 
 pub fn write_schema() -> Value {

@@ -5,9 +5,27 @@
 
 use crate::harness::command_policy::CommandAssessment;
 use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::target_policy::Writer;
 use crate::harness::workspace::{Access, PathRefusalKind, WorkspacePath};
-use crate::tools::handler::{Gate, Refusal, Target, TargetAccess};
 use crate::tools::host::SpearHost;
+use crate::tools::refusal::{Gate, Refusal};
+
+/// How a plan uses a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetAccess {
+    Read,
+    /// A directory searched recursively: it must lie inside the workspace.
+    Search,
+    /// Written or deleted by a file tool.
+    Write(Writer),
+}
+
+/// A path a call names, as written, for the hard gates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub path: String,
+    pub access: TargetAccess,
+}
 
 /// A workspace path that passed the router's gates for the access its target declared. Only
 /// `gate_target` makes one (its field is private to this module), and `SpearHost` writes and

@@ -137,13 +137,13 @@ impl ToolHandler for ReadOnlyTerminal {
         &self,
         args: &serde_json::Value,
         host: &crate::tools::host::SpearHost,
-    ) -> Result<crate::tools::handler::Plan, crate::tools::handler::Refusal> {
+    ) -> Result<crate::tools::handler::Plan, crate::tools::refusal::Refusal> {
         use crate::harness::command_policy::CommandClass;
         let plan = terminal::Terminal.plan(args, host)?;
         match &plan.command {
             Some(a) if a.class != CommandClass::ReadOnly => {
-                Err(crate::tools::handler::Refusal::new(
-                    crate::tools::handler::Gate::Authorization,
+                Err(crate::tools::refusal::Refusal::new(
+                    crate::tools::refusal::Gate::Authorization,
                     "normative_read_only",
                     crate::harness::primitives::ToolResult::denied(format!(
                         "the normative runtime runs read-only commands only, and `{}` is {}: \

@@ -22,10 +22,12 @@ use crate::harness::command_policy::{
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::envelope::ToolResultEnvelope;
-use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
+use crate::tools::handler::{RunContext, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::TargetAccess;
 use crate::tools::host::gates::{gate_command_writes, gate_target};
 use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
+use crate::tools::refusal::{Gate, Refusal};
 use crate::tools::registry::{RegisteredTool, ToolRegistry};
 use crate::tools::results::PREVIEW_CHARS;
 use crate::tools::router::turn::{RefusalKey, Turn, normalize_target, refusal_repeats_from_env};

@@ -14,11 +14,10 @@ use crate::tools::coding::write_file::{current, reported};
 use crate::tools::documents::{
     DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
 };
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::{Target, TargetAccess};
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
 
 use super::WebPair;

@@ -11,8 +11,9 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::handler::{Action, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::refusal::Refusal;
 
 /// Results one search returns unless asked for fewer.
 pub const DEFAULT_RESULTS: u64 = 8;
