@@ -9,8 +9,8 @@ use similar::{ChangeTag, TextDiff};
 use crate::harness::workspace::Access;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
-use crate::tools::coding::write_file::current;
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::current;
 
 /// Lines of context kept around each change.
 const CONTEXT: usize = 3;

@@ -8,9 +8,9 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::workspace::WorkspacePath;
-use crate::tools::coding::write_file::fs_failure;
 use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::fs_failure;
 use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::lines::{count_lines, display_line, read_line_capped, skip_lines};
 use crate::tools::refusal::Refusal;

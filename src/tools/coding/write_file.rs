@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::harness::workspace::{FsError, WorkspacePath};
 use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::{current, fs_failure, reported};
 use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::refusal::Refusal;
 use crate::tools::working_state::content_hash;
@@ -33,36 +33,6 @@ pub fn delete_schema() -> Value {
         "required": ["path"],
         "properties": {"path": {"type": "string", "minLength": 1}}
     })
-}
-
-/// The path a changed file is reported under: relative to its root.
-pub fn reported(p: &WorkspacePath) -> String {
-    p.relative().display().to_string()
-}
-
-/// A file operation's error as a result. A FIFO, socket or device is refused as
-/// `invalid_path`: the path is one no file tool may use, and saying so ends the matter.
-pub fn fs_failure(e: FsError) -> ToolResult {
-    match e {
-        FsError::NotFound(p) => ToolResult::refused(
-            ToolStatus::NotFound,
-            format!("`{}` does not exist", p.display()),
-        ),
-        e @ FsError::NotRegular { .. } => ToolResult::refused(
-            ToolStatus::InvalidPath,
-            format!("{e}; inspect it with `ls -l` or `stat` in the terminal"),
-        ),
-        other => ToolResult::failed(other.to_string()),
-    }
-}
-
-/// The current content of `p`, or `None` when it does not exist.
-pub fn current(host: &SpearHost, p: &WorkspacePath) -> Result<Option<Vec<u8>>, ToolResult> {
-    match host.read(p) {
-        Ok(b) => Ok(Some(b)),
-        Err(FsError::NotFound(_)) => Ok(None),
-        Err(e) => Err(fs_failure(e)),
-    }
 }
 
 fn single_path_plan(args: &Value, writer: Writer, action: Box<dyn Action>) -> Plan {

@@ -4,6 +4,7 @@
 //! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
 
 pub mod command;
+pub mod files;
 pub mod gates;
 pub mod knowledge;
 

@@ -10,12 +10,12 @@ use serde_json::Value;
 use crate::harness::command_policy::{CommandAssessment, CommandClass};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::tools::coding::write_file::{current, reported};
 use crate::tools::documents::{
     DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
 };
 use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::{current, reported};
 use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
@@ -164,7 +164,7 @@ fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> Tool
                 );
                 saved = Some((path, outcome.bytes, outcome.created));
             }
-            Err(e) => return crate::tools::coding::write_file::fs_failure(e).into(),
+            Err(e) => return crate::tools::host::files::fs_failure(e).into(),
         }
     }
     let mut result = render(&fetched, req, web);
