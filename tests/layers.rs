@@ -76,8 +76,8 @@ fn every_import_in_src_keeps_to_the_table() {
         })
     };
     for (from, to) in [
-        ("runtime", "sandbox"),
-        ("runtime", "execution profile"),
+        ("command_runner", "sandbox"),
+        ("command_runner", "execution profile"),
         ("sandbox", "process"),
         ("sandbox", "secrets"),
         ("audit", "secrets"),

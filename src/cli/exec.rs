@@ -11,9 +11,9 @@ use clap::Args;
 use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::{AuditEvent, AuditTarget, Decision};
 use spear::harness::command_policy::{AuthorizationResult, CommandPolicy, PolicyConfig};
+use spear::harness::command_runner::{CommandRunner, RunRequest};
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use spear::harness::process::{OutputSink, OutputStream};
-use spear::harness::runtime::{CommandRunner, RunRequest};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 

@@ -12,7 +12,7 @@ use anyhow::Context;
 use spear::agent::config::HarnessSettings;
 use spear::harness::audit::default_state_home;
 use spear::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
+use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;

@@ -3,7 +3,7 @@
 //! decision layer (primitives, shell, command_policy) that knows nothing of confinement, the
 //! boundary (workspace, target_policy), the execution layer (process, resource_control, sandbox
 //! with its network path) that never knows why a command was allowed, the audit log, and
-//! `runtime::CommandRunner`, the one place an `ExecutionProfile` crosses into execution.
+//! `command_runner::CommandRunner`, the one place an `ExecutionProfile` crosses into execution.
 //!
 //! A layer may use only what its row lists, and each listed edge says why it is legitimate.
 //! Item rows (`within`) narrow an edge to the values a layer hands out, so "the coding tools may
@@ -211,8 +211,8 @@ pub const TABLE: &[Layer] = &[
     },
     // ---- harness: composition ---------------------------------------------------------------
     Layer {
-        name: "runtime",
-        holds: &["spear::harness::runtime"],
+        name: "command_runner",
+        holds: &["spear::harness::command_runner"],
         within: None,
         may_use: &[
             (
@@ -277,7 +277,7 @@ pub const TABLE: &[Layer] = &[
                 "the PDF extractor binds a pdftotext outside the sandbox's system view",
             ),
             (
-                "runtime",
+                "command_runner",
                 "executor::runner is the terminal's CommandExecutor backed by CommandRunner",
             ),
             (
@@ -378,7 +378,7 @@ pub const TABLE: &[Layer] = &[
             ("audit", "`spear audit` reads the log"),
             ("secrets", "headless output is redacted like the log"),
             (
-                "runtime",
+                "command_runner",
                 "`spear exec` and `spear doctor` drive CommandRunner",
             ),
             ("sandbox", "`spear doctor` preflights the sandbox"),

@@ -7,9 +7,9 @@ use std::io;
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::command_runner::{CommandRunner, RunRequest};
 use crate::harness::primitives::ToolResult;
 use crate::harness::process::OutputSink as ProcessSink;
-use crate::harness::runtime::{CommandRunner, RunRequest};
 use crate::tools::executor::{
     CancelToken, CommandExecutor, CommandOutcome, OutputSink, OutputStream,
 };

@@ -2,7 +2,7 @@
 //! confined". It owns the sandbox instance and the resource contracts, turns an
 //! `ExecutionProfile` into a `SandboxSpec`, checks every mechanism the contract needs before
 //! anything is spawned, and returns one `ToolResult`: a death by signal is `failed` and named
-//! (`runtime_exit.rs`), and a writable run says what it changed in the workspace (a snapshot
+//! (`exit.rs`), and a writable run says what it changed in the workspace (a snapshot
 //! before and after, `workspace::snapshot`). Invariant: there is no path from
 //! "mechanism unavailable" to "run it anyway": each missing piece is a `failed` result.
 
@@ -671,11 +671,8 @@ impl std::fmt::Debug for CommandRunner {
     }
 }
 
-#[path = "runtime_error.rs"]
 pub mod error;
-#[path = "runtime_exit.rs"]
 pub mod exit;
 
 #[cfg(test)]
-#[path = "runtime_tests.rs"]
 mod tests;
