@@ -19,8 +19,8 @@ use spear::harness::command_policy::{CommandPolicy, PolicyConfig};
 use spear::harness::primitives::{ExecutionMode, ToolResult};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
-use spear::tools::executor::{CommandExecutor, CommandOutcome};
-use spear::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use spear::tools::executor::{CommandExecutor, ExecOutcome};
+use spear::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::refusal::Refusal;
 use spear::tools::registry::ToolRegistry;
@@ -96,7 +96,7 @@ impl ToolHandler for Noop {
 }
 
 impl Action for NoopAction {
-    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         ToolResult::ok("done").into()
     }
 }
@@ -110,8 +110,8 @@ impl CommandExecutor for NoCommands {
         _: &spear::harness::command_policy::ExecutionProfile,
         _: std::time::Duration,
         _: &mut dyn spear::tools::executor::OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::ran(ToolResult::ok(""))
+    ) -> ExecOutcome {
+        ExecOutcome::ran(ToolResult::ok(""))
     }
 }
 

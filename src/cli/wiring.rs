@@ -16,7 +16,7 @@ use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::normative::{self, EngagedStandard, StandardsLibrary};
 use spear::tools::observer::AuditObserver;
@@ -157,7 +157,7 @@ impl CommandExecutor for Unavailable {
         _profile: &ExecutionProfile,
         _timeout: Duration,
         _sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::sandbox_unavailable(format!("the sandbox cannot be set up: {}", self.0))
+    ) -> ExecOutcome {
+        ExecOutcome::sandbox_unavailable(format!("the sandbox cannot be set up: {}", self.0))
     }
 }

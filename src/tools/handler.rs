@@ -38,7 +38,7 @@ pub struct RunContext<'a> {
 
 /// What an action produced.
 #[derive(Debug)]
-pub struct ToolOutcome {
+pub struct ActionOutcome {
     pub result: ToolResult,
     /// A terminal command's class.
     pub class: Option<CommandClass>,
@@ -49,9 +49,9 @@ pub struct ToolOutcome {
     pub bytes_written: Option<u64>,
 }
 
-impl From<ToolResult> for ToolOutcome {
+impl From<ToolResult> for ActionOutcome {
     fn from(result: ToolResult) -> Self {
-        ToolOutcome {
+        ActionOutcome {
             result,
             class: None,
             stored: None,
@@ -73,7 +73,7 @@ pub trait Action: Send {
         Ok(None)
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome;
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome;
 }
 
 /// A registered tool implementation.

@@ -15,7 +15,7 @@ use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
 use spear::tools::envelope::ToolResultEnvelope;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
@@ -56,8 +56,8 @@ impl CommandExecutor for NoShell {
         _profile: &ExecutionProfile,
         _timeout: Duration,
         _sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::ran(ToolResult::failed(format!(
+    ) -> ExecOutcome {
+        ExecOutcome::ran(ToolResult::failed(format!(
             "test executor: `{command}` reached the shell"
         )))
     }

@@ -21,9 +21,9 @@ use crate::harness::resource_control::{
 use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
-    BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxLedger, SandboxNetwork, SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger,
-    spec,
+    BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
+    SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
+    env, ledger, spec,
 };
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
@@ -555,7 +555,7 @@ impl CommandRunner {
         r
     }
 
-    fn to_result(&self, o: Outcome, timeout: Duration) -> ToolResult {
+    fn to_result(&self, o: SandboxOutcome, timeout: Duration) -> ToolResult {
         let stdout = o.stdout.render();
         let stderr = o.stderr.render();
         let containment = o

@@ -19,7 +19,7 @@ pub mod tmpfs;
 
 pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
-pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
+pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
@@ -266,7 +266,7 @@ impl BubblewrapSandbox {
         limits: &LaunchLimits,
         sink: &mut dyn OutputSink,
         timeout: Duration,
-    ) -> Result<Outcome, SandboxError> {
+    ) -> Result<SandboxOutcome, SandboxError> {
         let mut running = self.start(spec, limits, Vec::new(), timeout).await?;
         running.release();
         Ok(running.finish(sink, timeout).await)

@@ -9,7 +9,7 @@ use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::host::files::{current, fs_failure, reported};
 use crate::tools::host::gates::GatedPath;
@@ -155,7 +155,7 @@ impl Action for PatchAction {
         )))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let (Some(p), Some(prep)) = (ctx.paths.first(), self.prepared) else {
             return ToolResult::failed("patch ran without being prepared").into();
         };
@@ -186,7 +186,7 @@ impl Action for PatchAction {
                 );
                 let mut r = ToolResult::ok(format!("patched `{path}` ({} bytes)\n", w.bytes));
                 r.changed_paths = vec![path];
-                ToolOutcome {
+                ActionOutcome {
                     bytes_written: Some(w.bytes),
                     ..r.into()
                 }

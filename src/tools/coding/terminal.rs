@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
 use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::host::command::{HostCommand, HostCommandUse, detect};
 use crate::tools::refusal::{Gate, Refusal};
@@ -106,7 +106,7 @@ impl Action for HostAction {
         )))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         host.answer(&self.cmd).into()
     }
 }
@@ -125,7 +125,7 @@ impl Action for RunCommand {
         Ok(Some(format!("$ {}", self.command)))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let mut sink = match host.results().create() {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
@@ -167,7 +167,7 @@ impl Action for RunCommand {
                     Some(why) => format!("{why}; {note}"),
                     None => note,
                 });
-                return ToolOutcome {
+                return ActionOutcome {
                     sandbox_unavailable: outcome.sandbox_unavailable,
                     ..r.into()
                 };
@@ -185,7 +185,7 @@ impl Action for RunCommand {
             result.stdout = s.preview.clone();
             result.stderr.clear();
         }
-        ToolOutcome {
+        ActionOutcome {
             result,
             class: None,
             stored,

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::host::files::{current, fs_failure, reported};
 use crate::tools::host::gates::{Target, TargetAccess};
@@ -66,7 +66,7 @@ struct WriteAction {
 }
 
 impl Action for WriteAction {
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("write_file was planned without a path").into();
         };
@@ -85,7 +85,7 @@ impl Action for WriteAction {
                 let verb = if outcome.created { "created" } else { "wrote" };
                 let mut r = ToolResult::ok(format!("{verb} `{path}` ({} bytes)\n", outcome.bytes));
                 r.changed_paths = vec![path];
-                ToolOutcome {
+                ActionOutcome {
                     bytes_written: Some(outcome.bytes),
                     ..r.into()
                 }
@@ -110,7 +110,7 @@ impl ToolHandler for DeleteFile {
 struct DeleteAction;
 
 impl Action for DeleteAction {
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("delete_file was planned without a path").into();
         };

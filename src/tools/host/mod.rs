@@ -21,7 +21,7 @@ use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
-use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::command::HostCommand;
 use crate::tools::host::gates::GatedPath;
 use crate::tools::results::ResultStore;
@@ -185,7 +185,7 @@ impl SpearHost {
         timeout: Duration,
         sink: &mut dyn OutputSink,
         cancel: &CancelToken,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.executor
             .run_cancellable(command, profile, timeout, sink, cancel)
     }

@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::normative::error::StandardError;
 use crate::tools::normative::library::{Hit, StandardsLibrary};
@@ -167,7 +167,7 @@ struct LookupAction {
 }
 
 impl Action for LookupAction {
-    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         let lib = &self.library;
         let result = match &self.request {
             Request::List => lib.list().map(|l| list_text(&l, self.engaged.as_deref())),

@@ -22,7 +22,7 @@ use crate::harness::command_policy::{
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::envelope::ToolResultEnvelope;
-use crate::tools::handler::{RunContext, ToolOutcome};
+use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::host::SpearHost;
 use crate::tools::host::gates::TargetAccess;
 use crate::tools::host::gates::{gate_command_writes, gate_target};
@@ -166,7 +166,7 @@ impl ToolRouter {
         &self,
         turn: &mut Turn,
         trace: &mut Trace<'_>,
-    ) -> Result<(ToolOutcome, Decision), Refusal> {
+    ) -> Result<(ActionOutcome, Decision), Refusal> {
         let (spec, call, host) = (&trace.tool.spec, trace.call, &*self.host);
         schema::validate(&spec.parameters, &call.arguments).map_err(|e| {
             Refusal::new(
@@ -341,7 +341,7 @@ impl ToolRouter {
         &self,
         turn: &mut Turn,
         trace: &Trace<'_>,
-        outcome: ToolOutcome,
+        outcome: ActionOutcome,
         decision: Decision,
     ) -> Result<ToolResultEnvelope, RouterError> {
         if outcome.sandbox_unavailable {

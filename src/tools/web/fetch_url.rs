@@ -13,7 +13,7 @@ use crate::harness::target_policy::Writer;
 use crate::tools::documents::{
     DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
 };
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::host::files::{current, reported};
 use crate::tools::host::gates::{Target, TargetAccess};
@@ -128,12 +128,12 @@ impl Action for FetchAction {
         }))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         run_fetch(&self.req, host, ctx)
     }
 }
 
-fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
     let web = host.web();
     // The next slice of a PDF just read needs no second download.
     if req.save_as.is_none()
@@ -172,7 +172,7 @@ fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> Tool
         let verb = if created { "created" } else { "wrote" };
         result.stdout = format!("saved: {verb} `{path}` ({bytes} bytes)\n{}", result.stdout);
         result.changed_paths = vec![path];
-        return ToolOutcome {
+        return ActionOutcome {
             bytes_written: Some(bytes),
             ..result.into()
         };

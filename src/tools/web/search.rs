@@ -11,7 +11,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::handler::{Action, Plan, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::refusal::Refusal;
 
@@ -85,7 +85,7 @@ struct SearchAction {
 }
 
 impl Action for SearchAction {
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(backend) = host.web().settings().search.clone() else {
             return ToolResult::failed(NOT_CONFIGURED).into();
         };
