@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
+use spear::tools::host::web::{AddressPolicy, WebSettings};
 use spear::tools::refusal::Gate;
-use spear::tools::web::{AddressPolicy, WebSettings};
 
 use crate::pdf;
 use crate::server::{Route, WebServer};

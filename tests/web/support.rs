@@ -17,13 +17,14 @@ use spear::tools::coding;
 use spear::tools::envelope::ToolResultEnvelope;
 use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use spear::tools::host::web::{AddressPolicy, WebSettings};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
 use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::web::{self, AddressPolicy, WebSettings};
+use spear::tools::web;
 
 pub struct Project {
     _dir: tempfile::TempDir,

@@ -139,7 +139,7 @@ pub struct HarnessSettings {
     /// `[web] enabled` (or `SPEAR_WEB`): the web pair is offered. Exposure follows this alone.
     pub web_enabled: bool,
     /// The rest of `[web]`, resolved.
-    pub web: crate::tools::web::WebSettings,
+    pub web: crate::tools::host::web::WebSettings,
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,

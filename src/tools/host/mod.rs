@@ -7,6 +7,7 @@ pub mod command;
 pub mod files;
 pub mod gates;
 pub mod knowledge;
+pub mod web;
 
 use std::fs::File;
 use std::path::Path;
@@ -24,8 +25,8 @@ use crate::harness::workspace::{
 use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::command::HostCommand;
 use crate::tools::host::gates::GatedPath;
+use crate::tools::host::web::{WebPair, WebSettings};
 use crate::tools::results::ResultStore;
-use crate::tools::web::{WebPair, WebSettings};
 use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
 
 /// A command's changes read back for WorkingState: this many paths at most, files up to this

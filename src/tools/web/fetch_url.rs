@@ -20,9 +20,9 @@ use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
 
-use super::WebPair;
-use super::http::{self, FetchError, Fetched};
 use super::pages::{self, PageRange};
+use crate::tools::host::web::WebPair;
+use crate::tools::host::web::http::{self, FetchError, Fetched};
 
 /// One fetch as asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
