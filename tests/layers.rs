@@ -91,14 +91,48 @@ fn every_import_in_src_keeps_to_the_table() {
     }
 }
 
-#[test]
-fn harness_modules_import_their_siblings_without_cycles() {
+/// No import cycle among sibling modules anywhere under `root` (DESIGN.md: "no import cycles
+/// inside any of them"). A folder stands for everything in it, so `tools::web::fetch_url`
+/// naming `tools::host` is the edge `web -> host`.
+fn assert_no_sibling_cycles(root: &str) {
     let src = sources();
     let scan = scan::scan(&src, &CRATES, "spear");
-    let cycles = check::sibling_cycles(&scan, "spear::harness");
+    // Positive control: the root is there and has modules to judge.
+    let prefix: Vec<&str> = root.split("::").collect();
+    let below = scan
+        .modules
+        .values()
+        .filter(|m| m.len() > prefix.len() && m.iter().zip(&prefix).all(|(a, b)| a == b))
+        .count();
+    assert!(
+        below > 3,
+        "{root} has only {below} modules: is it still there?"
+    );
+    let cycles = check::sibling_cycles(&scan, root);
     assert!(
         cycles.is_empty(),
         "import cycles among sibling modules:\n{}",
         cycles.join("\n")
     );
+}
+
+#[test]
+fn harness_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::harness");
+}
+
+#[test]
+fn tools_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::tools");
+}
+
+#[test]
+#[ignore = "agent/calls.rs <-> agent/runtime.rs: broken on the session-core branch"]
+fn agent_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::agent");
+}
+
+#[test]
+fn tui_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::tui");
 }

@@ -157,8 +157,10 @@ pub fn table_errors(table: &[Layer]) -> Vec<String> {
 }
 
 /// Import cycles among sibling modules under `root` (`classify -> commands -> classify`), each
-/// as `parent: a -> b -> a`. A child naming its parent's items is not an edge (the parent is
-/// where siblings meet); a sibling is named by its module path, not through a re-export.
+/// as `parent: a -> b -> a`. A module stands for everything under it: a file of `web/` naming
+/// something of `host/` is the edge `web -> host` among the children of their common parent,
+/// however deep either side sits. A child naming its parent's items is not an edge (the parent
+/// is where siblings meet); a sibling is named by its module path, not through a re-export.
 pub fn sibling_cycles(scan: &Scan, root: &str) -> Vec<String> {
     use std::collections::{BTreeMap, BTreeSet};
     let modules: BTreeSet<&Vec<String>> = scan.modules.values().collect();
@@ -167,18 +169,22 @@ pub fn sibling_cycles(scan: &Scan, root: &str) -> Vec<String> {
         let Some(from) = scan.modules.get(&r.file) else {
             continue;
         };
-        let Some((me, parent)) = from.split_last() else {
-            continue;
-        };
-        if !under(parent, root) && !under(from, root) {
+        // The first segment where the two paths part: below it they are siblings.
+        let common = from
+            .iter()
+            .zip(&r.target)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common == 0 || common >= from.len() || common >= r.target.len() {
             continue;
         }
-        if r.target.len() <= parent.len() || r.target[..parent.len()] != *parent {
+        let parent = &from[..common];
+        if !under(parent, root) {
             continue;
         }
-        let other = &r.target[parent.len()];
+        let (me, other) = (&from[common], &r.target[common]);
         let sibling: Vec<String> = [parent, std::slice::from_ref(other)].concat();
-        if other != me && modules.contains(&sibling) {
+        if modules.contains(&sibling) {
             edges
                 .entry(parent.to_vec())
                 .or_default()

@@ -290,3 +290,47 @@ fn a_cycle_among_siblings_is_found_and_a_parent_edge_is_not_one() {
         ["kit::mid: a -> b -> c -> a"]
     );
 }
+
+#[test]
+fn a_cycle_between_folders_is_found_however_deep_its_files_sit() {
+    // `web/fetch.rs` names `host`, and `host/mod.rs` names `web::Pair`: `host -> web -> host`
+    // among the children of `kit::tools`, though no two files of one folder name each other.
+    let files = [
+        ("src/lib.rs", "pub mod tools;\n"),
+        ("src/tools/mod.rs", "pub mod host;\npub mod web;\n"),
+        (
+            "src/tools/host/mod.rs",
+            "mod gates;\nuse crate::tools::web::Pair;\n",
+        ),
+        ("src/tools/host/gates.rs", "use super::Host;\n"),
+        ("src/tools/web/mod.rs", "pub mod fetch;\npub struct Pair;\n"),
+        ("src/tools/web/fetch.rs", "use crate::tools::host::Host;\n"),
+    ];
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+    assert_eq!(
+        super::check::sibling_cycles(&s, "kit::tools"),
+        ["kit::tools: host -> web -> host"]
+    );
+    // The client moved under the host: `host/web` is the host's own, and nothing goes back up.
+    let files = [
+        ("src/lib.rs", "pub mod tools;\n"),
+        ("src/tools/mod.rs", "pub mod host;\npub mod web;\n"),
+        (
+            "src/tools/host/mod.rs",
+            "mod client;\nuse crate::tools::host::client::Pair;\n",
+        ),
+        (
+            "src/tools/host/client.rs",
+            "use super::Host;\npub struct Pair;\n",
+        ),
+        ("src/tools/web/mod.rs", "pub mod fetch;\n"),
+        (
+            "src/tools/web/fetch.rs",
+            "use crate::tools::host::{Host, client::Pair};\n",
+        ),
+    ];
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+    assert!(super::check::sibling_cycles(&s, "kit::tools").is_empty());
+}
