@@ -2,7 +2,8 @@
 //! `holds` prefix wins), and the reference allowed only when both are one layer, or the source's
 //! `may_use` names the target's layer (or the layer its items belong to), and the target is not
 //! another layer's private path. Every breach names the file, the line, the path as written and
-//! the rule.
+//! the rule. External crates are judged by a second, shorter table: a crate listed there may be
+//! named only under the module paths its row lists.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -42,6 +43,59 @@ impl fmt::Display for Breach {
             self.rule
         )
     }
+}
+
+/// An external crate that only some of the code may use (`ratatui` only in the screen).
+pub struct CrateRule {
+    /// The crate's name as paths spell it (`ratatui_textarea`, not `ratatui-textarea`).
+    pub krate: &'static str,
+    /// The module paths that may name it, each with everything under it, and why.
+    pub used_by: &'static [(&'static str, &'static str)],
+}
+
+/// Every path in `scan` naming a crate of `rules` outside the modules its rule lists.
+pub fn crate_breaches(rules: &[CrateRule], scan: &Scan) -> Vec<Breach> {
+    let mut out = Vec::new();
+    for r in &scan.outside {
+        let Some(rule) = rules
+            .iter()
+            .find(|c| r.target.first().map(String::as_str) == Some(c.krate))
+        else {
+            continue;
+        };
+        if rule.used_by.iter().any(|(p, _)| under(&r.from, p)) {
+            continue;
+        }
+        let allowed: Vec<&str> = rule.used_by.iter().map(|(p, _)| *p).collect();
+        out.push(Breach {
+            file: r.file.clone(),
+            line: r.line,
+            written: r.written.clone(),
+            rule: format!(
+                "{} may not use the crate {} (only {} may)",
+                r.from.join("::"),
+                rule.krate,
+                allowed.join(", ")
+            ),
+        });
+    }
+    out
+}
+
+/// Crate rules named twice, or with an edge that does not say why.
+pub fn crate_rule_errors(rules: &[CrateRule]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in rules.iter().enumerate() {
+        if rules[..i].iter().any(|o| o.krate == c.krate) {
+            out.push(format!("crate {} is in the table twice", c.krate));
+        }
+        for (p, why) in c.used_by {
+            if why.trim().is_empty() {
+                out.push(format!("{p} may use crate {} without saying why", c.krate));
+            }
+        }
+    }
+    out
 }
 
 /// The layer holding `path`: the row with the longest matching `holds` entry.

@@ -9,8 +9,13 @@
 //! Item rows (`within`) narrow an edge to the values a layer hands out, so "the coding tools may
 //! use a resolved `WorkspacePath`" does not also mean "the coding tools may open a `Workspace`".
 //! A file that names no module of ours needs no row (the crate roots only declare modules).
+//!
+//! `CRATE_RULES`: the external crates only some layers may use, each place with its reason. The
+//! screen's crates stay in `tui`, so everything below it can run without a terminal; the HTTP
+//! client stays where Spear itself talks to the network, so no other code can open a
+//! connection the address policy did not judge. A crate with no row may be used anywhere.
 
-use super::check::Layer;
+use super::check::{CrateRule, Layer};
 
 const NONE: &[(&str, &str)] = &[];
 
@@ -389,5 +394,53 @@ pub const TABLE: &[Layer] = &[
             ),
         ],
         private: &[],
+    },
+];
+
+pub const CRATE_RULES: &[CrateRule] = &[
+    // ---- the screen ------------------------------------------------------------------------
+    CrateRule {
+        krate: "ratatui",
+        used_by: &[(
+            "spear::tui",
+            "the screen is drawn with ratatui; nothing below it draws",
+        )],
+    },
+    CrateRule {
+        krate: "crossterm",
+        used_by: &[(
+            "spear::tui",
+            "keys and the terminal's modes are read and set by the screen alone",
+        )],
+    },
+    CrateRule {
+        krate: "ratatui_textarea",
+        used_by: &[("spear::tui", "the screen's input box")],
+    },
+    CrateRule {
+        krate: "ansi_to_tui",
+        used_by: &[(
+            "spear::tui",
+            "a command's coloured output becomes ratatui text for the screen",
+        )],
+    },
+    // ---- the network -----------------------------------------------------------------------
+    CrateRule {
+        krate: "reqwest",
+        used_by: &[
+            (
+                "spear::agent::provider",
+                "the streaming client talks to the model server",
+            ),
+            (
+                "spear::tools::host::web",
+                "the web pair's fetch and search backends, each hop judged by the address policy",
+            ),
+            (
+                "spear::tools::documents",
+                "links of fetched HTML are resolved against the page's URL (reqwest::Url); \
+                 nothing here connects",
+            ),
+        ],
     },
 ];
