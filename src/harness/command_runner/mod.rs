@@ -671,8 +671,8 @@ impl std::fmt::Debug for CommandRunner {
     }
 }
 
-pub mod error;
-pub mod exit;
+pub(crate) mod error;
+pub(crate) mod exit;
 
 #[cfg(test)]
 mod tests;

@@ -3,19 +3,19 @@
 //! path; `netns` runs the network path on top of it. Invariant: the execution layer never knows
 //! why a command was allowed; it sees a `SandboxSpec` and nothing else.
 
-pub mod argv;
+pub(crate) mod argv;
 pub mod env;
-pub mod error;
+pub(crate) mod error;
 mod launch;
-pub mod ledger;
+pub(crate) mod ledger;
 pub mod netns;
-pub mod placeholders;
+pub(crate) mod placeholders;
 pub mod preflight;
 mod preflight_cache;
 pub mod procfs;
 pub mod seccomp;
 pub mod spec;
-pub mod tmpfs;
+pub(crate) mod tmpfs;
 
 pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};

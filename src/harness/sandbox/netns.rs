@@ -10,7 +10,7 @@
 //! path was told to die and its death could not be confirmed through its pidfd, the sandbox
 //! instance refuses every later network request (`network_containment_failed`).
 
-pub mod error;
+pub(crate) mod error;
 pub mod ranges;
 pub mod refused;
 pub mod routes;

@@ -2,13 +2,13 @@
 //! terminal. They reach the harness only through `SpearHost`, and every mutation goes through
 //! the router's gates and the same `CommandPolicy::authorize` as a shell command.
 
-pub mod patch;
-pub mod patch_diff;
-pub mod patch_edits;
-pub mod read_file;
-pub mod search_files;
-pub mod terminal;
-pub mod write_file;
+pub(crate) mod patch;
+pub(crate) mod patch_diff;
+pub(crate) mod patch_edits;
+pub(crate) mod read_file;
+pub(crate) mod search_files;
+pub(crate) mod terminal;
+pub(crate) mod write_file;
 
 use std::sync::Arc;
 

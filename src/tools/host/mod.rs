@@ -3,10 +3,10 @@
 //! command policy, the command executor, the ResultStore and WorkingState), and it answers the
 //! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
 
-pub mod command;
-pub mod files;
-pub mod gates;
-pub mod knowledge;
+pub(crate) mod command;
+pub(crate) mod files;
+pub(crate) mod gates;
+pub(crate) mod knowledge;
 pub mod web;
 
 use std::fs::File;

@@ -6,13 +6,13 @@
 //! Every one is on the normative surface: the coding core never sees them. The web pair is
 //! registered by `tools::web` on the same surface.
 
-pub mod error;
+pub(crate) mod error;
 pub mod extract;
 pub mod index;
 pub mod library;
 pub mod read;
-pub mod tools;
-pub mod units;
+pub(crate) mod tools;
+pub(crate) mod units;
 
 use std::sync::Arc;
 

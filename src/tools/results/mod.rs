@@ -3,11 +3,11 @@
 //! invariant, kept by `store` and `writer` together: one result and all results stay within
 //! their byte budgets at every moment, not only once an output ends.
 
-pub mod error;
-pub mod index;
-pub mod preview;
-pub mod store;
-pub mod writer;
+pub(crate) mod error;
+pub(crate) mod index;
+pub(crate) mod preview;
+pub(crate) mod store;
+pub(crate) mod writer;
 
 pub use error::StoreError;
 pub use index::{ResultIndex, SCHEME};

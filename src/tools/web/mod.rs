@@ -5,10 +5,10 @@
 //! normative surface, offered exactly when the web is enabled, and host commands of the coding
 //! core (`spear-capability run NAME ...`), answered by SpearHost and never by a shell.
 
-pub mod capability;
-pub mod fetch_url;
-pub mod pages;
-pub mod search;
+pub(crate) mod capability;
+pub(crate) mod fetch_url;
+pub(crate) mod pages;
+pub(crate) mod search;
 
 use std::sync::Arc;
 

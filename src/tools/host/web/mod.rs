@@ -3,9 +3,9 @@
 //! the settings and the small cache of extracted PDFs one session keeps. It knows nothing of
 //! tools, plans or the router; what a fetch may reach is decided here, in Spear's own process.
 
-pub mod address;
+pub(crate) mod address;
 pub mod http;
-pub mod search;
+pub(crate) mod search;
 
 use std::sync::{Arc, Mutex};
 
