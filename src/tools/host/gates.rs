@@ -1,7 +1,8 @@
 //! The router's hard gates on a plan's targets: workspace confinement for every path (with
 //! searches kept inside the workspace roots), the target policy for every write and delete, and
 //! for a terminal command every write `classify` found, which must stay in the project and off
-//! generated, snapshot and third-party files.
+//! generated, snapshot and third-party files. They live with SpearHost, not with the router that
+//! runs them, because `GatedPath`, which only they make, is the one argument its writes take.
 
 use crate::harness::command_policy::CommandAssessment;
 use crate::harness::primitives::{ToolResult, ToolStatus};

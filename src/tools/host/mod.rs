@@ -1,7 +1,9 @@
 //! `SpearHost`: the control plane in front of the coding core. The coding tools reach the
 //! harness only through it (workspace resolution and file operations, the target policy, the
 //! command policy, the command executor, the ResultStore and WorkingState), and it answers the
-//! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
+//! host commands `spear-capability` and `spear-knowledge` itself, without any shell. Below it:
+//! `gates` (the only maker of a `GatedPath`), `files`, `command`, `knowledge`, and `web`, the
+//! session's web client. It never names a tool, a plan or the router.
 
 pub(crate) mod command;
 pub(crate) mod files;
