@@ -2,10 +2,13 @@
 //! exposure, the router every call takes, the coding tools, SpearHost, the ResultStore and
 //! WorkingState. Imports `harness`; `harness` never imports this.
 //!
-//! `router/`: the call path (ToolRouter, the turn, schema validation). `host/`: SpearHost, the
-//! one door to the harness, its hard gates and host commands. `results/`: the ResultStore and
-//! what it tells the model. `executor/`: the seam between the terminal and the execution layer.
-//! `coding/`, `normative/`, `web/`, `documents/`: the tools and what they are built from.
+//! From the bottom up, each naming only what is below it: `refusal` (how a gate says no),
+//! `executor/` (the seam between the terminal and the execution layer), `results/` (the
+//! ResultStore and what it tells the model), `host/` (SpearHost, the one door to the harness:
+//! its hard gates, host commands and the session's web client), `handler` and `registry` (what
+//! a tool is), the tools (`web/`, then `coding/`, whose terminal plans `spear-capability run`,
+//! then `normative/`, which reuses three coding tools; built from `documents/`), and `router/`
+//! (the call path: ToolRouter, the turn, schema validation). `tests/layers.rs` keeps it so.
 
 pub mod coding;
 pub mod documents;

@@ -3,7 +3,8 @@
 //! in page slices) or saves it into the workspace with `save_as`. Reading works in every mode;
 //! saving is a write and takes write_file's gates and authorization. Both are tools of the
 //! normative surface, offered exactly when the web is enabled, and host commands of the coding
-//! core (`spear-capability run NAME ...`), answered by SpearHost and never by a shell.
+//! core (`spear-capability run NAME ...`), answered by SpearHost and never by a shell. The HTTP
+//! client, the search backends and the session's `WebPair` are SpearHost's (`host::web`).
 
 pub(crate) mod capability;
 pub(crate) mod fetch_url;
