@@ -93,39 +93,3 @@ pub fn register(registry: &mut ToolRegistry) -> Result<(), RegistryError> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn specs_use_only_the_validator_keywords() {
-        fn walk(v: &serde_json::Value, tool: &str) {
-            if let Some(o) = v.as_object() {
-                for (k, sub) in o {
-                    assert!(
-                        crate::tools::router::schema::KEYWORDS.contains(&k.as_str()),
-                        "{tool}: {k}"
-                    );
-                    match k.as_str() {
-                        "properties" => sub
-                            .as_object()
-                            .unwrap()
-                            .values()
-                            .for_each(|p| walk(p, tool)),
-                        "items" => walk(sub, tool),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        let specs = specs();
-        assert_eq!(
-            specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-            CODING_TOOLS
-        );
-        for s in &specs {
-            walk(&s.parameters, &s.name);
-        }
-    }
-}
