@@ -19,11 +19,12 @@ use spear::harness::command_policy::{CommandPolicy, PolicyConfig};
 use spear::harness::primitives::{ExecutionMode, ToolResult};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
-use spear::tools::executor::{CommandExecutor, CommandOutcome};
-use spear::tools::handler::{Action, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use spear::tools::executor::{CommandExecutor, ExecOutcome};
+use spear::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use spear::tools::host::{HostConfig, SpearHost};
+use spear::tools::refusal::Refusal;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::ResultStore;
+use spear::tools::results::ResultStore;
 use spear::tools::router::ToolRouter;
 use spear::tools::spec::{Surface, ToolSpec};
 
@@ -95,7 +96,7 @@ impl ToolHandler for Noop {
 }
 
 impl Action for NoopAction {
-    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         ToolResult::ok("done").into()
     }
 }
@@ -109,8 +110,8 @@ impl CommandExecutor for NoCommands {
         _: &spear::harness::command_policy::ExecutionProfile,
         _: std::time::Duration,
         _: &mut dyn spear::tools::executor::OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::ran(ToolResult::ok(""))
+    ) -> ExecOutcome {
+        ExecOutcome::ran(ToolResult::ok(""))
     }
 }
 
@@ -132,7 +133,7 @@ fn bench(c: &mut Criterion) {
         ResultStore::open_in(
             &state,
             &project,
-            spear::tools::result_store::StoreLimits::default(),
+            spear::tools::results::StoreLimits::default(),
         )
         .unwrap(),
         HostConfig::default(),

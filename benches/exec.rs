@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use spear::harness::command_policy::ExecutionProfile;
+use spear::harness::command_runner::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::primitives::{Capability, CapabilitySet};
 use spear::harness::process::NullSink;
-use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::sandbox::build_argv;
 
 fn profile(network: bool) -> ExecutionProfile {

@@ -1,6 +1,7 @@
 //! The layers of DESIGN.md, read from the source: every `use`, `crate::`, `super::`, `self::`
 //! and (in the binary) `spear::` path of every file under `src/`, judged against one table
-//! (`layers/table.rs`). A breach names the file, the line and the rule it breaks.
+//! (`layers/table.rs`). A breach names the file, the line and the rule it breaks. The same scan
+//! finds import cycles among sibling modules, and the external crates each layer names.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed unwrap in a test is a failed test
 
@@ -47,6 +48,17 @@ const CRATES: [scan::CrateRoot; 2] = [
     },
 ];
 
+/// Fails with every breach, one a line, each with its file and line.
+fn assert_none(breaches: &[check::Breach], what: &str) {
+    let shown: Vec<String> = breaches.iter().map(ToString::to_string).collect();
+    assert!(
+        breaches.is_empty(),
+        "{} {what}:\n{}",
+        shown.len(),
+        shown.join("\n")
+    );
+}
+
 #[test]
 fn the_table_is_well_formed() {
     let errors = check::table_errors(table::TABLE);
@@ -57,13 +69,9 @@ fn the_table_is_well_formed() {
 fn every_import_in_src_keeps_to_the_table() {
     let src = sources();
     let scan = scan::scan(&src, &CRATES, "spear");
-    let breaches = check::check(table::TABLE, &scan);
-    let shown: Vec<String> = breaches.iter().map(ToString::to_string).collect();
-    assert!(
-        breaches.is_empty(),
-        "{} breach(es) of the layer table (tests/layers/table.rs):\n{}",
-        shown.len(),
-        shown.join("\n")
+    assert_none(
+        &check::check(table::TABLE, &scan),
+        "breach(es) of the layer table (tests/layers/table.rs)",
     );
     // Positive controls: every file was placed, and the scan saw the edges the design is
     // made of, so an empty breach list is not an empty scan.
@@ -76,8 +84,8 @@ fn every_import_in_src_keeps_to_the_table() {
         })
     };
     for (from, to) in [
-        ("runtime", "sandbox"),
-        ("runtime", "execution profile"),
+        ("command_runner", "sandbox"),
+        ("command_runner", "execution profile"),
         ("sandbox", "process"),
         ("sandbox", "secrets"),
         ("audit", "secrets"),
@@ -92,15 +100,85 @@ fn every_import_in_src_keeps_to_the_table() {
 }
 
 #[test]
-fn harness_modules_import_their_siblings_without_cycles() {
+fn external_crates_are_used_only_where_the_table_says() {
+    let errors = check::crate_rule_errors(table::CRATE_RULES);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
     let src = sources();
     let scan = scan::scan(&src, &CRATES, "spear");
-    let cycles = check::sibling_cycles(&scan, "spear::harness");
+    assert_none(
+        &check::crate_breaches(table::CRATE_RULES, &scan),
+        "use(s) of a crate outside its layers (tests/layers/table.rs, CRATE_RULES)",
+    );
+    // Positive controls: each rule names a real dependency (a renamed crate would otherwise
+    // make its rule match nothing), and the scan saw each crate where it is allowed.
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("\n[dependencies]\n")
+        .nth(1)
+        .and_then(|d| d.split("\n[").next())
+        .unwrap();
+    for rule in table::CRATE_RULES {
+        let dashed = rule.krate.replace('_', "-");
+        assert!(
+            deps.lines()
+                .any(|l| l.starts_with(&format!("{} ", rule.krate))
+                    || l.starts_with(&format!("{dashed} "))),
+            "{} is not a dependency in Cargo.toml",
+            rule.krate
+        );
+        let seen = scan
+            .outside
+            .iter()
+            .filter(|r| r.target.first().map(String::as_str) == Some(rule.krate))
+            .count();
+        assert!(seen > 0, "no use of {} was seen in src/", rule.krate);
+    }
+}
+
+/// No import cycle among sibling modules anywhere under `root` (DESIGN.md: "no import cycles
+/// inside any of them"). A folder stands for everything in it, so `tools::web::fetch_url`
+/// naming `tools::host` is the edge `web -> host`.
+fn assert_no_sibling_cycles(root: &str) {
+    let src = sources();
+    let scan = scan::scan(&src, &CRATES, "spear");
+    // Positive control: the root is there and has modules to judge.
+    let prefix: Vec<&str> = root.split("::").collect();
+    let below = scan
+        .modules
+        .values()
+        .filter(|m| m.len() > prefix.len() && m.iter().zip(&prefix).all(|(a, b)| a == b))
+        .count();
+    assert!(
+        below > 3,
+        "{root} has only {below} modules: is it still there?"
+    );
+    let cycles = check::sibling_cycles(&scan, root);
     assert!(
         cycles.is_empty(),
         "import cycles among sibling modules:\n{}",
         cycles.join("\n")
     );
+}
+
+#[test]
+fn harness_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::harness");
+}
+
+#[test]
+fn tools_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::tools");
+}
+
+#[test]
+fn agent_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::agent");
+}
+
+#[test]
+fn tui_modules_import_their_siblings_without_cycles() {
+    assert_no_sibling_cycles("spear::tui");
 }
 
 /// Every environment variable `src/` reads by name is in `spear::config::env::VARIABLES`, the

@@ -14,22 +14,21 @@ use thiserror::Error;
 
 use crate::agent::model::ChatModel;
 use crate::agent::runtime::RuntimeOptions;
-use crate::agent::session::{
-    ModelFactory, ModelInfo, SessionActor, SessionError, SessionParts, SessionStore, Standards,
-};
+use crate::agent::session::{ModelFactory, ModelInfo, SessionActor, SessionParts, Standards};
+use crate::agent::transcript::{SessionError, SessionStore};
 use crate::config::HarnessSettings;
 use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
 use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
+use crate::harness::command_runner::{CommandRunner, ProtectedScan, RunnerConfig};
 use crate::harness::primitives::ExecutionMode;
-use crate::harness::runtime::{CommandRunner, ProtectedScan, RunnerConfig};
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
-use crate::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::{HostConfig, SpearHost};
 use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
 use crate::tools::observer::{AuditObserver, ToolObserver};
 use crate::tools::registry::{RegistryError, ToolRegistry};
-use crate::tools::result_store::{ResultStore, StoreError};
+use crate::tools::results::{ResultStore, StoreError};
 use crate::tools::router::ToolRouter;
 
 /// How many directory entries the protected-path scan may look at before the sandbox starts.
@@ -143,7 +142,7 @@ pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn Comma
     let built = CommandRunner::new(config)
         .map_err(|e| e.to_string())
         .and_then(|runner| {
-            crate::tools::runner_executor::RunnerExecutor::new(runner).map_err(|e| e.to_string())
+            crate::tools::executor::runner::RunnerExecutor::new(runner).map_err(|e| e.to_string())
         });
     match built {
         Ok(executor) => Box::new(executor),
@@ -161,8 +160,8 @@ impl CommandExecutor for Unavailable {
         _profile: &ExecutionProfile,
         _timeout: Duration,
         _sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::sandbox_unavailable(format!("the sandbox cannot be set up: {}", self.0))
+    ) -> ExecOutcome {
+        ExecOutcome::sandbox_unavailable(format!("the sandbox cannot be set up: {}", self.0))
     }
 }
 

@@ -13,3 +13,4 @@ pub mod request_class;
 pub mod runtime;
 pub mod session;
 pub mod task;
+pub mod transcript;

@@ -14,12 +14,12 @@ use crate::agent::model::{
     ChatMessage, ChatModel, ChatRequest, ModelResponse, StreamDelta, ToolDefinition,
 };
 use crate::agent::prompt::{self, SystemPrompt};
-use crate::agent::session::{SessionRecord, SessionWriter};
 use crate::agent::task::TaskController;
+use crate::agent::transcript::{SessionRecord, SessionWriter};
 use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy, ToolView};
 use crate::tools::normative::EngagedStandard;
 use crate::tools::router::ToolRouter;
-use crate::tools::turn::Turn;
+use crate::tools::router::turn::Turn;
 
 mod calls;
 mod passes;

@@ -16,13 +16,13 @@ use anyhow::Context;
 use clap::Args;
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::harness::audit::display::escape_controls;
+use spear::harness::command_runner::DEFAULT_TIMEOUT;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::harness::runtime::DEFAULT_TIMEOUT;
 use spear::tools::envelope::ToolResultEnvelope;
 use spear::tools::executor::{OutputStream, OutputTap};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::router::ToolCall;
-use spear::tools::turn::Turn;
+use spear::tools::router::turn::Turn;
 
 #[derive(Args)]
 pub struct ExecArgs {

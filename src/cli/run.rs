@@ -17,9 +17,8 @@ use clap::Args;
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::runtime::{RuntimeOptions, TaskOutcome};
-use spear::agent::session::{
-    ModelInfo, SessionEvent, SessionHandle, SessionOp, SessionStore, SessionStreams,
-};
+use spear::agent::session::{ModelInfo, SessionEvent, SessionHandle, SessionOp, SessionStreams};
+use spear::agent::transcript::SessionStore;
 use spear::config::{self, Env, Flags};
 use spear::harness::primitives::ExecutionMode;
 

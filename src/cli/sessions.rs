@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use spear::agent::session::SessionStore;
+use spear::agent::transcript::SessionStore;
 
 #[derive(Args)]
 pub struct SessionsArgs {

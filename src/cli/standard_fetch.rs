@@ -1,13 +1,13 @@
 //! `spear standard add URL`: the document fetched by the web pair's own GET
-//! (`tools::web::http::get`): every hop resolved and checked against the `[web]` address policy,
-//! the connection pinned to the checked addresses, bounded redirects, size and time. The
+//! (`tools::host::web::http::get`): every hop resolved and checked against the `[web]` address
+//! policy, the connection pinned to the checked addresses, bounded redirects, size and time. The
 //! standards library asks for a larger body than a page fetch (a standard runs long).
 
 use anyhow::Context;
+use spear::tools::host::web::http;
 use spear::tools::normative::StandardsLibrary;
 use spear::tools::normative::extract;
 use spear::tools::normative::library::{AddOutcome, StandardMeta, default_name};
-use spear::tools::web::http;
 
 /// The largest document a standard is added from.
 pub const MAX_BYTES: u64 = 128 << 20;

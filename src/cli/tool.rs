@@ -17,7 +17,7 @@ use spear::harness::primitives::ExecutionMode;
 use spear::tools::envelope::ToolResultEnvelope;
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::router::ToolCall;
-use spear::tools::turn::Turn;
+use spear::tools::router::turn::Turn;
 
 #[derive(Args)]
 pub struct ToolArgs {

@@ -15,8 +15,8 @@ use spear::agent::runtime::RuntimeOptions;
 use spear::agent::session::ModelInfo;
 use spear::config::{self, ConfigError, Env, Flags, Settings};
 use spear::harness::audit::AuditPaths;
+use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::primitives::ExecutionMode;
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::sandbox::PreflightFailure;
 use spear::tui::app::AppInit;
 use spear::tui::preview::PreviewObserver;
@@ -80,7 +80,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let place = Place::find(args.workspace.clone())?;
     let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
     let channel = tokio::sync::mpsc::unbounded_channel();
-    let audit_session = format!("tui-{}", spear::agent::session::now_rfc3339());
+    let audit_session = format!("tui-{}", spear::agent::transcript::now_rfc3339());
     let health_config = builder::runner_config(&root, &harness);
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {

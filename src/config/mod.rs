@@ -142,12 +142,12 @@ pub struct HarnessSettings {
     /// `[web] enabled` (or `SPEAR_WEB`): the web pair is offered. Exposure follows this alone.
     pub web_enabled: bool,
     /// The rest of `[web]`, resolved.
-    pub web: crate::tools::web::WebSettings,
+    pub web: crate::tools::host::web::WebSettings,
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,
     /// `[results] max_result_bytes` and `budget_bytes`.
-    pub store_limits: crate::tools::result_store::StoreLimits,
+    pub store_limits: crate::tools::results::StoreLimits,
     /// `[limits]`: per-command resource limits (rlimits and the process cap).
     pub resource_limits: crate::harness::resource_control::ResourceLimits,
     /// `[cgroups]`: limits on the sandbox as a whole, applied through a systemd scope.
@@ -157,7 +157,7 @@ pub struct HarnessSettings {
 impl Default for HarnessSettings {
     fn default() -> Self {
         HarnessSettings {
-            refusal_repeats: crate::tools::turn::DEFAULT_REFUSAL_REPEATS,
+            refusal_repeats: crate::tools::router::turn::DEFAULT_REFUSAL_REPEATS,
             web_enabled: false,
             web: Default::default(),
             network_allow: Vec::new(),

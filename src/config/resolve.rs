@@ -15,8 +15,8 @@ use super::{
 };
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::sandbox::netns::IpPrefix;
-use crate::tools::result_store::StoreLimits;
-use crate::tools::turn::refusal_repeats;
+use crate::tools::results::StoreLimits;
+use crate::tools::router::turn::refusal_repeats;
 
 /// What the command line said.
 #[derive(Debug, Clone, Default)]

@@ -12,8 +12,8 @@ use toml::Spanned;
 use super::file::{WebTable, place};
 use super::{ConfigError, Env};
 use crate::harness::sandbox::netns::IpPrefix;
-use crate::tools::web::search::BRAVE_ENDPOINT;
-use crate::tools::web::{FetchLimits, SearchBackend, WebSettings};
+use crate::tools::host::web::search::BRAVE_ENDPOINT;
+use crate::tools::host::web::{FetchLimits, SearchBackend, WebSettings};
 
 /// The variable the Brave key is read from unless `brave_api_key_env` names another.
 pub const BRAVE_KEY_ENV: &str = "BRAVE_API_KEY";

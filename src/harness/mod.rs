@@ -2,14 +2,14 @@
 //! Decision layer: `primitives`, `shell`, `command_policy` (knows nothing of confinement).
 //! Boundary layer: `workspace`, `target_policy`, `audit` (where a call may reach, what it left).
 //! Execution layer: `sandbox`, `netns`, `process`, `resource_control` (never knows why a command
-//! was allowed). `runtime::CommandRunner` is the one place an `ExecutionProfile` crosses over.
+//! was allowed). `command_runner::CommandRunner` is the one place an `ExecutionProfile` crosses over.
 
 pub mod audit;
 pub mod command_policy;
+pub mod command_runner;
 pub mod primitives;
 pub mod process;
 pub mod resource_control;
-pub mod runtime;
 pub mod sandbox;
 pub mod secrets;
 pub mod shell;

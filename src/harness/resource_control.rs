@@ -10,7 +10,7 @@ use rustix::process::{Resource, Rlimit};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub mod pids_cgroup;
+pub(crate) mod pids_cgroup;
 pub mod process_cap;
 
 const GIB: u64 = 1 << 30;

@@ -8,9 +8,9 @@ use serde::Serialize;
 use crate::harness::audit::DecidedBy;
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
-use crate::tools::handler::Gate;
 use crate::tools::lines::cut_middle;
-use crate::tools::result_store::{PREVIEW_CHARS, StoreReport, StoredOutput};
+use crate::tools::refusal::Gate;
+use crate::tools::results::{PREVIEW_CHARS, StoreReport, StoredOutput};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolResultEnvelope {

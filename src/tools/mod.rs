@@ -1,6 +1,14 @@
 //! The provider-neutral tool lifecycle above the harness: specs and registry, the per-turn
 //! exposure, the router every call takes, the coding tools, SpearHost, the ResultStore and
 //! WorkingState. Imports `harness`; `harness` never imports this.
+//!
+//! From the bottom up, each naming only what is below it: `refusal` (how a gate says no),
+//! `executor/` (the seam between the terminal and the execution layer), `results/` (the
+//! ResultStore and what it tells the model), `host/` (SpearHost, the one door to the harness:
+//! its hard gates, host commands and the session's web client), `handler` and `registry` (what
+//! a tool is), the tools (`web/`, then `coding/`, whose terminal plans `spear-capability run`,
+//! then `normative/`, which reuses three coding tools; built from `documents/`), and `router/`
+//! (the call path: ToolRouter, the turn, schema validation). `tests/layers.rs` keeps it so.
 
 pub mod approval;
 pub mod coding;
@@ -8,25 +16,18 @@ pub mod documents;
 pub mod envelope;
 pub mod executor;
 pub mod exposure;
-pub mod gates;
 pub mod handler;
 pub mod host;
-pub mod host_command;
-pub mod knowledge;
-pub mod lines;
+pub(crate) mod lines;
 pub mod normative;
 pub mod observer;
 pub mod pipeline;
 pub mod preview;
+pub mod refusal;
 pub mod registry;
-pub mod result_preview;
-pub mod result_store;
-pub mod result_writer;
+pub mod results;
 pub mod router;
-pub mod runner_executor;
-pub mod schema;
 pub mod spec;
-pub mod turn;
-pub mod walk;
+pub(crate) mod walk;
 pub mod web;
 pub mod working_state;

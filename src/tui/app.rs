@@ -323,7 +323,7 @@ impl App {
         self.dirty = true;
     }
 
-    fn load_session(&mut self, s: &crate::agent::session::LoadedSession) {
+    fn load_session(&mut self, s: &crate::agent::transcript::LoadedSession) {
         use crate::agent::model::ChatMessage;
         self.cells = Cells::default();
         self.heights.clear();

@@ -94,7 +94,7 @@ async fn over_the_window_old_outputs_become_references_that_read_back_whole() {
     let router = f.router(Box::new(Recorder::default()));
     let view =
         spear::tools::exposure::ToolExposurePolicy::view(router.registry(), &Default::default());
-    let mut turn = spear::tools::turn::Turn::new(
+    let mut turn = spear::tools::router::turn::Turn::new(
         ExecutionMode::Safe,
         view,
         Arc::new(spear::harness::command_policy::NoApprover),

@@ -64,7 +64,7 @@ fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values
     assert!(s.harness.network_allow.is_empty());
     assert_eq!(
         s.harness.store_limits,
-        spear::tools::result_store::StoreLimits::default()
+        spear::tools::results::StoreLimits::default()
     );
     assert_eq!(s.harness.resource_limits, ResourceLimits::default());
     assert_eq!(s.harness.cgroup_limits, CgroupLimits::default());

@@ -11,8 +11,8 @@ use spear::harness::audit::Decision;
 use spear::harness::command_policy::{CommandClass, ExecutionProfile};
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::envelope::ToolResultEnvelope;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
-use spear::tools::handler::Gate;
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
+use spear::tools::refusal::Gate;
 
 use crate::support::*;
 
@@ -165,8 +165,8 @@ impl CommandExecutor for NoSandbox {
         _: &ExecutionProfile,
         _: Duration,
         _: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::sandbox_unavailable("bwrap was not found on PATH (install bubblewrap)")
+    ) -> ExecOutcome {
+        ExecOutcome::sandbox_unavailable("bwrap was not found on PATH (install bubblewrap)")
     }
 }
 

@@ -115,7 +115,7 @@ impl Env {
     /// The records of the only session of the workspace.
     fn session(&self) -> (String, Vec<Value>) {
         let store =
-            spear::agent::session::SessionStore::open_in(&self.state, &self.project).unwrap();
+            spear::agent::transcript::SessionStore::open_in(&self.state, &self.project).unwrap();
         let list = store.list().unwrap();
         assert_eq!(list.len(), 1, "{list:?}");
         let id = list[0].id.clone();
@@ -555,7 +555,7 @@ fn spear_run_with_a_standard_classifies_and_offers_the_lookups_on_the_wire() {
         "{}",
         text(&out)
     );
-    let store = spear::agent::session::SessionStore::open_in(&env.state, &env.project).unwrap();
+    let store = spear::agent::transcript::SessionStore::open_in(&env.state, &env.project).unwrap();
     assert!(store.list().unwrap().is_empty());
 
     let server = MockServer::start([

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::model::ChatMessage;
-use spear::agent::session::{SessionError, SessionStore};
+use spear::agent::transcript::{SessionError, SessionStore};
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ExecutionMode;
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::model::ChatMessage;
 use spear::agent::request_class::ClassifiedBy;
-use spear::agent::session::SessionStore;
+use spear::agent::transcript::SessionStore;
 use spear::harness::primitives::ExecutionMode;
 use spear::tools::coding::CODING_TOOLS;
 use spear::tools::exposure::{Pass, RequestClass};

@@ -21,11 +21,11 @@ use spear::harness::primitives::{ExecutionMode, ToolResult};
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink, OutputStream};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::ToolRouter;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -165,12 +165,12 @@ impl CommandExecutor for Recorder {
         _profile: &ExecutionProfile,
         _timeout: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.ran.lock().unwrap().push(command.to_string());
         self.count.fetch_add(1, Ordering::SeqCst);
         let out = format!("ran: {command}\n");
         sink.write(OutputStream::Stdout, out.as_bytes()).unwrap();
-        CommandOutcome::ran(ToolResult::ok(out))
+        ExecOutcome::ran(ToolResult::ok(out))
     }
 }
 

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::task::AnswerError;
 use spear::harness::command_policy::ApprovalDecision;
+use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::tools::approval::ApprovalId;
-use spear::tools::runner_executor::RunnerExecutor;
+use spear::tools::executor::runner::RunnerExecutor;
 
 use crate::support::*;
 

@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::config::HarnessSettings;
 use spear::harness::command_policy::NoApprover;
+use spear::harness::command_runner::CommandRunner;
 use spear::harness::primitives::{ExecutionMode, ToolStatus, WorkspaceChanges};
-use spear::harness::runtime::CommandRunner;
 use spear::harness::workspace::Workspace;
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::router::ToolCall;
-use spear::tools::turn::Turn;
+use spear::tools::router::turn::Turn;
 use spear::tools::working_state::NOT_HASHED;
 
 use crate::support::*;

@@ -97,7 +97,7 @@ async fn secret_looking_variables_never_reach_a_command() {
     cfg.host_env.push(("LANG".into(), "C.UTF-8".into()));
     cfg.host_env
         .push(("TERM".into(), "ghp_abcdefghijklmnopqrstuvwxyz".into()));
-    let r = spear::harness::runtime::CommandRunner::new(cfg).unwrap();
+    let r = spear::harness::command_runner::CommandRunner::new(cfg).unwrap();
     let res = run(&r, read_only(), "env").await;
     assert!(res.stdout.contains("LANG=C.UTF-8"), "{res:?}");
     assert!(

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::features::record_feature;
 use crate::support::*;
+use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::primitives::ToolStatus;
-use spear::harness::runtime::{CommandRunner, RunnerConfig};
 use spear::harness::sandbox::netns::IpPrefix;
 use spear::harness::sandbox::netns::refused::REFUSED_RANGES;
 

@@ -4,9 +4,9 @@
 use std::time::{Duration, Instant};
 
 use crate::support::*;
+use spear::harness::command_runner::{CommandRunner, RunRequest};
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::ResourceLimits;
-use spear::harness::runtime::{CommandRunner, RunRequest};
 
 fn limited(ws: &std::path::Path, limits: ResourceLimits) -> CommandRunner {
     let mut cfg = config(ws);

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 use crate::features::record_feature;
 use crate::support::*;
 use spear::harness::command_policy::ExecutionProfile;
+use spear::harness::command_runner::{CommandRunner, Mechanism};
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::{CgroupLimits, SystemdScopeRunner};
-use spear::harness::runtime::{CommandRunner, Mechanism};
 use spear::harness::sandbox::PreflightFailure;
 
 const MARK: &str = "touch spawned-marker";

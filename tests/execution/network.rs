@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::features::record_feature;
 use crate::support::*;
+use spear::harness::command_runner::CommandRunner;
 use spear::harness::primitives::ToolStatus;
-use spear::harness::runtime::CommandRunner;
 
 fn net_runner(ws: &std::path::Path) -> CommandRunner {
     require_slirp();

@@ -10,11 +10,11 @@ use std::process::{Child, Command, Stdio};
 
 use crate::features::record_feature;
 use crate::support::*;
+use spear::harness::command_runner::CommandRunner;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::ResourceLimits;
 use spear::harness::resource_control::SystemdScopeRunner;
 use spear::harness::resource_control::process_cap::HostFacts;
-use spear::harness::runtime::CommandRunner;
 
 const CAP: u64 = 100;
 const CROWD: usize = 400;

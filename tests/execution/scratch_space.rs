@@ -3,8 +3,8 @@
 //! while the devices, pipes and shared memory a command needs keep working.
 
 use crate::support::*;
+use spear::harness::command_runner::CommandRunner;
 use spear::harness::primitives::ToolStatus;
-use spear::harness::runtime::CommandRunner;
 use spear::harness::sandbox::TmpfsSizes;
 
 const KIB: u64 = 1024;

@@ -349,7 +349,7 @@ async fn the_preflight_and_every_command_run_under_the_filter() {
     path.push(":");
     path.push(&cfg.search_path);
     cfg.search_path = path;
-    let r = spear::harness::runtime::CommandRunner::new(cfg).unwrap();
+    let r = spear::harness::command_runner::CommandRunner::new(cfg).unwrap();
     let res = run(&r, read_only(), "grep '^Seccomp:' /proc/self/status").await;
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
     assert_eq!(res.stdout, "Seccomp:\t2\n");

@@ -1,9 +1,9 @@
 //! Issue 8, item 8: a command killed by a signal is `failed`, its reason names the signal (and
 //! the limit, when a limit sent it), and its exit code is kept. Ordinary exits stay `ok`.
 
+use spear::harness::command_runner::CommandRunner;
 use spear::harness::primitives::ToolStatus;
 use spear::harness::resource_control::ResourceLimits;
-use spear::harness::runtime::CommandRunner;
 
 use crate::support::*;
 

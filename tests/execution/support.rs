@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use crate::features::record_host_facts;
 
 use spear::harness::command_policy::ExecutionProfile;
+use spear::harness::command_runner::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::primitives::{Capability, CapabilitySet, ToolResult};
 use spear::harness::process::{OutputSink, OutputStream};
-use spear::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 
 /// Fail (never skip) when bubblewrap is missing.
 pub fn require_bwrap() {

@@ -2,7 +2,8 @@
 //! `holds` prefix wins), and the reference allowed only when both are one layer, or the source's
 //! `may_use` names the target's layer (or the layer its items belong to), and the target is not
 //! another layer's private path. Every breach names the file, the line, the path as written and
-//! the rule.
+//! the rule. External crates are judged by a second, shorter table: a crate listed there may be
+//! named only under the module paths its row lists.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -42,6 +43,59 @@ impl fmt::Display for Breach {
             self.rule
         )
     }
+}
+
+/// An external crate that only some of the code may use (`ratatui` only in the screen).
+pub struct CrateRule {
+    /// The crate's name as paths spell it (`ratatui_textarea`, not `ratatui-textarea`).
+    pub krate: &'static str,
+    /// The module paths that may name it, each with everything under it, and why.
+    pub used_by: &'static [(&'static str, &'static str)],
+}
+
+/// Every path in `scan` naming a crate of `rules` outside the modules its rule lists.
+pub fn crate_breaches(rules: &[CrateRule], scan: &Scan) -> Vec<Breach> {
+    let mut out = Vec::new();
+    for r in &scan.outside {
+        let Some(rule) = rules
+            .iter()
+            .find(|c| r.target.first().map(String::as_str) == Some(c.krate))
+        else {
+            continue;
+        };
+        if rule.used_by.iter().any(|(p, _)| under(&r.from, p)) {
+            continue;
+        }
+        let allowed: Vec<&str> = rule.used_by.iter().map(|(p, _)| *p).collect();
+        out.push(Breach {
+            file: r.file.clone(),
+            line: r.line,
+            written: r.written.clone(),
+            rule: format!(
+                "{} may not use the crate {} (only {} may)",
+                r.from.join("::"),
+                rule.krate,
+                allowed.join(", ")
+            ),
+        });
+    }
+    out
+}
+
+/// Crate rules named twice, or with an edge that does not say why.
+pub fn crate_rule_errors(rules: &[CrateRule]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, c) in rules.iter().enumerate() {
+        if rules[..i].iter().any(|o| o.krate == c.krate) {
+            out.push(format!("crate {} is in the table twice", c.krate));
+        }
+        for (p, why) in c.used_by {
+            if why.trim().is_empty() {
+                out.push(format!("{p} may use crate {} without saying why", c.krate));
+            }
+        }
+    }
+    out
 }
 
 /// The layer holding `path`: the row with the longest matching `holds` entry.
@@ -157,8 +211,10 @@ pub fn table_errors(table: &[Layer]) -> Vec<String> {
 }
 
 /// Import cycles among sibling modules under `root` (`classify -> commands -> classify`), each
-/// as `parent: a -> b -> a`. A child naming its parent's items is not an edge (the parent is
-/// where siblings meet); a sibling is named by its module path, not through a re-export.
+/// as `parent: a -> b -> a`. A module stands for everything under it: a file of `web/` naming
+/// something of `host/` is the edge `web -> host` among the children of their common parent,
+/// however deep either side sits. A child naming its parent's items is not an edge (the parent
+/// is where siblings meet); a sibling is named by its module path, not through a re-export.
 pub fn sibling_cycles(scan: &Scan, root: &str) -> Vec<String> {
     use std::collections::{BTreeMap, BTreeSet};
     let modules: BTreeSet<&Vec<String>> = scan.modules.values().collect();
@@ -167,18 +223,22 @@ pub fn sibling_cycles(scan: &Scan, root: &str) -> Vec<String> {
         let Some(from) = scan.modules.get(&r.file) else {
             continue;
         };
-        let Some((me, parent)) = from.split_last() else {
-            continue;
-        };
-        if !under(parent, root) && !under(from, root) {
+        // The first segment where the two paths part: below it they are siblings.
+        let common = from
+            .iter()
+            .zip(&r.target)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common == 0 || common >= from.len() || common >= r.target.len() {
             continue;
         }
-        if r.target.len() <= parent.len() || r.target[..parent.len()] != *parent {
+        let parent = &from[..common];
+        if !under(parent, root) {
             continue;
         }
-        let other = &r.target[parent.len()];
+        let (me, other) = (&from[common], &r.target[common]);
         let sibling: Vec<String> = [parent, std::slice::from_ref(other)].concat();
-        if other != me && modules.contains(&sibling) {
+        if modules.contains(&sibling) {
             edges
                 .entry(parent.to_vec())
                 .or_default()

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
-use super::check::{Breach, Layer, check, table_errors};
+use super::check::{
+    Breach, CrateRule, Layer, check, crate_breaches, crate_rule_errors, table_errors,
+};
 use super::scan::{CrateRoot, Sources, scan};
 
 const TABLE: &[Layer] = &[
@@ -289,4 +291,136 @@ fn a_cycle_among_siblings_is_found_and_a_parent_edge_is_not_one() {
         super::check::sibling_cycles(&s, "kit"),
         ["kit::mid: a -> b -> c -> a"]
     );
+}
+
+#[test]
+fn a_cycle_between_folders_is_found_however_deep_its_files_sit() {
+    // `web/fetch.rs` names `host`, and `host/mod.rs` names `web::Pair`: `host -> web -> host`
+    // among the children of `kit::tools`, though no two files of one folder name each other.
+    let files = [
+        ("src/lib.rs", "pub mod tools;\n"),
+        ("src/tools/mod.rs", "pub mod host;\npub mod web;\n"),
+        (
+            "src/tools/host/mod.rs",
+            "mod gates;\nuse crate::tools::web::Pair;\n",
+        ),
+        ("src/tools/host/gates.rs", "use super::Host;\n"),
+        ("src/tools/web/mod.rs", "pub mod fetch;\npub struct Pair;\n"),
+        ("src/tools/web/fetch.rs", "use crate::tools::host::Host;\n"),
+    ];
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+    assert_eq!(
+        super::check::sibling_cycles(&s, "kit::tools"),
+        ["kit::tools: host -> web -> host"]
+    );
+    // The client moved under the host: `host/web` is the host's own, and nothing goes back up.
+    let files = [
+        ("src/lib.rs", "pub mod tools;\n"),
+        ("src/tools/mod.rs", "pub mod host;\npub mod web;\n"),
+        (
+            "src/tools/host/mod.rs",
+            "mod client;\nuse crate::tools::host::client::Pair;\n",
+        ),
+        (
+            "src/tools/host/client.rs",
+            "use super::Host;\npub struct Pair;\n",
+        ),
+        ("src/tools/web/mod.rs", "pub mod fetch;\n"),
+        (
+            "src/tools/web/fetch.rs",
+            "use crate::tools::host::{Host, client::Pair};\n",
+        ),
+    ];
+    let s = scan(&fixture(&files), &CRATES[..1], "kit");
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+    assert!(super::check::sibling_cycles(&s, "kit::tools").is_empty());
+}
+
+/// `drawkit` only in `top` (as `ratatui` only in the screen), `netkit` only in `mid::part`.
+const CRATE_RULES: &[CrateRule] = &[
+    CrateRule {
+        krate: "drawkit",
+        used_by: &[("kit::top", "top draws")],
+    },
+    CrateRule {
+        krate: "netkit",
+        used_by: &[("kit::mid::part", "part talks to the network")],
+    },
+];
+
+fn crate_breaches_with(path: &str, text: &str) -> Vec<Breach> {
+    let files = with(path, text);
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    crate_breaches(CRATE_RULES, &scan(&fixture(&refs), &CRATES, "kit"))
+}
+
+#[test]
+fn a_crate_used_where_its_rule_allows_is_no_breach_and_was_really_read() {
+    let top = "#[path = \"top_inner.rs\"]\nmod inner;\nuse drawkit::Frame;\n\
+               fn f() { drawkit::draw(); }\n";
+    let files = with("src/top.rs", top);
+    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let s = scan(&fixture(&refs), &CRATES, "kit");
+    let seen: Vec<(usize, String)> = s
+        .outside
+        .iter()
+        .filter(|r| r.target[0] == "drawkit")
+        .map(|r| (r.line, r.from.join("::")))
+        .collect();
+    assert_eq!(seen, [(3, "kit::top".into()), (4, "kit::top".into())]);
+    assert!(crate_breaches(CRATE_RULES, &s).is_empty());
+    let part = "use netkit::Client;\npub struct Part(super::super::low::Value);\n";
+    assert!(crate_breaches_with("src/mid/part.rs", part).is_empty());
+}
+
+#[test]
+fn a_crate_used_outside_its_layers_is_named_by_file_line_and_rule() {
+    let low = "pub struct Value;\nuse drawkit::Frame;\nuse ::drawkit::{a, b::C};\n\
+               fn f() { let _ = drawkit::draw(); }\n// drawkit::x\n\
+               const S: &str = \"drawkit::y\";\nuse std::drawkit::Z;\n";
+    let b = crate_breaches_with("src/low.rs", low);
+    assert_eq!(
+        at(&b),
+        [
+            ("src/low.rs".into(), 2, "drawkit::Frame".into()),
+            ("src/low.rs".into(), 3, "::drawkit::a".into()),
+            ("src/low.rs".into(), 3, "::drawkit::b::C".into()),
+            ("src/low.rs".into(), 4, "drawkit::draw".into()),
+        ]
+    );
+    assert!(
+        b[0].rule
+            .contains("kit::low may not use the crate drawkit (only kit::top may)"),
+        "{}",
+        b[0].rule
+    );
+    // A sibling of the allowed module is outside it; so is its parent.
+    let b = crate_breaches_with("src/mid/mod.rs", "mod part;\nuse netkit::Client;\n");
+    assert_eq!(
+        at(&b),
+        [("src/mid/mod.rs".into(), 2, "netkit::Client".into())]
+    );
+    // The binary is judged too.
+    let b = crate_breaches_with("src/cli.rs", "use drawkit::Frame;\n");
+    assert_eq!(at(&b), [("src/cli.rs".into(), 1, "drawkit::Frame".into())]);
+    assert!(b[0].rule.contains("app::cli may not use"), "{}", b[0].rule);
+}
+
+#[test]
+fn a_crate_table_with_a_twice_named_crate_or_an_unexplained_edge_is_refused() {
+    let bad = [
+        CrateRule {
+            krate: "drawkit",
+            used_by: &[("kit::top", " ")],
+        },
+        CrateRule {
+            krate: "drawkit",
+            used_by: &[],
+        },
+    ];
+    let e = crate_rule_errors(&bad);
+    assert!(e.iter().any(|e| e.contains("without saying why")), "{e:?}");
+    assert!(e.iter().any(|e| e.contains("in the table twice")), "{e:?}");
+    assert!(crate_rule_errors(CRATE_RULES).is_empty());
 }

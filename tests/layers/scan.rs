@@ -2,7 +2,9 @@
 //! through `mod` declarations, `#[path]` included), and every path that names another module:
 //! `use` trees, `crate::…`, `super::…`, `self::…`, a child module's name, and in the binary
 //! `spear::…`. Each reference is resolved to an absolute path (`spear::harness::sandbox::…`, or
-//! `main::cli::…` in the binary) and keeps its file, line and the text as written.
+//! `main::cli::…` in the binary) and keeps its file, line and the text as written. Every other
+//! path (`ratatui::style::Color`, `use ::reqwest::Url`, but also `Vec::new`) is kept as written
+//! in `outside`, for the judge of external crates.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,9 @@ pub struct Scan {
     /// Each file reached from a crate root, with its module path.
     pub modules: BTreeMap<PathBuf, Vec<String>>,
     pub references: Vec<Reference>,
+    /// Paths that name nothing of ours, as written from their first segment (`::` dropped):
+    /// external crates, and also std, prelude and local names, which the judge passes over.
+    pub outside: Vec<Reference>,
     /// Files that could not be read or placed, with why.
     pub problems: Vec<String>,
 }
@@ -73,6 +78,7 @@ pub fn scan(sources: &Sources, crates: &[CrateRoot], library: &str) -> Scan {
                 queue.push((child_file(&file, &child, sources), m));
             }
             out.references.extend(found.references);
+            out.outside.extend(found.outside);
             out.modules.insert(file, module);
         }
     }
@@ -123,6 +129,7 @@ fn child_file(file: &Path, child: &Child, sources: &Sources) -> PathBuf {
 struct Found {
     children: Vec<Child>,
     references: Vec<Reference>,
+    outside: Vec<Reference>,
 }
 
 struct FileScan<'a> {
@@ -159,6 +166,7 @@ impl<'a> FileScan<'a> {
             found: Found {
                 children: Vec::new(),
                 references: Vec::new(),
+                outside: Vec::new(),
             },
         }
     }
@@ -367,7 +375,25 @@ impl<'a> FileScan<'a> {
             "self" | "super" => (here.clone(), &path[..]),
             name if self.is_bin && name == self.library => (Vec::new(), &path[..]),
             name if self.is_child(name) => (here.clone(), &path[..]),
-            _ => return,
+            _ => {
+                let named: Vec<String> = path.iter().filter(|s| *s != "::").cloned().collect();
+                // `use ::a::b` is kept as written, not as the tree's `::` segment joined.
+                let written = if path[0] == "::" {
+                    format!("::{}", named.join("::"))
+                } else {
+                    written
+                };
+                if !named.is_empty() {
+                    self.found.outside.push(Reference {
+                        file: self.file.to_path_buf(),
+                        line,
+                        from: here,
+                        target: named,
+                        written,
+                    });
+                }
+                return;
+            }
         };
         let mut leading = true;
         for seg in rest {

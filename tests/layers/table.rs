@@ -3,14 +3,19 @@
 //! decision layer (primitives, shell, command_policy) that knows nothing of confinement, the
 //! boundary (workspace, target_policy), the execution layer (process, resource_control, sandbox
 //! with its network path) that never knows why a command was allowed, the audit log, and
-//! `runtime::CommandRunner`, the one place an `ExecutionProfile` crosses into execution.
+//! `command_runner::CommandRunner`, the one place an `ExecutionProfile` crosses into execution.
 //!
 //! A layer may use only what its row lists, and each listed edge says why it is legitimate.
 //! Item rows (`within`) narrow an edge to the values a layer hands out, so "the coding tools may
 //! use a resolved `WorkspacePath`" does not also mean "the coding tools may open a `Workspace`".
 //! A file that names no module of ours needs no row (the crate roots only declare modules).
+//!
+//! `CRATE_RULES`: the external crates only some layers may use, each place with its reason. The
+//! screen's crates stay in `tui`, so everything below it can run without a terminal; the HTTP
+//! client stays where Spear itself talks to the network, so no other code can open a
+//! connection the address policy did not judge. A crate with no row may be used anywhere.
 
-use super::check::Layer;
+use super::check::{CrateRule, Layer};
 
 const NONE: &[(&str, &str)] = &[];
 
@@ -211,8 +216,8 @@ pub const TABLE: &[Layer] = &[
     },
     // ---- harness: composition ---------------------------------------------------------------
     Layer {
-        name: "runtime",
-        holds: &["spear::harness::runtime"],
+        name: "command_runner",
+        holds: &["spear::harness::command_runner"],
         within: None,
         may_use: &[
             (
@@ -242,7 +247,7 @@ pub const TABLE: &[Layer] = &[
             ("primitives", "every call ends in a ToolResult, in a mode"),
             (
                 "shell",
-                "host commands are recognised on the bash parse (host_command)",
+                "host commands are recognised on the bash parse (host::command)",
             ),
             (
                 "command_policy",
@@ -277,8 +282,8 @@ pub const TABLE: &[Layer] = &[
                 "the PDF extractor binds a pdftotext outside the sandbox's system view",
             ),
             (
-                "runtime",
-                "runner_executor is the terminal's CommandExecutor backed by CommandRunner",
+                "command_runner",
+                "executor::runner is the terminal's CommandExecutor backed by CommandRunner",
             ),
             (
                 "process",
@@ -364,7 +369,7 @@ pub const TABLE: &[Layer] = &[
                 "the audit log is opened here, outside the workspace",
             ),
             (
-                "runtime",
+                "command_runner",
                 "the terminal's executor is the sandboxed CommandRunner",
             ),
         ],
@@ -444,7 +449,7 @@ pub const TABLE: &[Layer] = &[
             ("audit", "`spear audit` reads the log"),
             ("secrets", "headless output is redacted like the log"),
             (
-                "runtime",
+                "command_runner",
                 "`spear exec` and `spear doctor` drive CommandRunner",
             ),
             ("sandbox", "`spear doctor` preflights the sandbox"),
@@ -455,5 +460,53 @@ pub const TABLE: &[Layer] = &[
             ),
         ],
         private: &[],
+    },
+];
+
+pub const CRATE_RULES: &[CrateRule] = &[
+    // ---- the screen ------------------------------------------------------------------------
+    CrateRule {
+        krate: "ratatui",
+        used_by: &[(
+            "spear::tui",
+            "the screen is drawn with ratatui; nothing below it draws",
+        )],
+    },
+    CrateRule {
+        krate: "crossterm",
+        used_by: &[(
+            "spear::tui",
+            "keys and the terminal's modes are read and set by the screen alone",
+        )],
+    },
+    CrateRule {
+        krate: "ratatui_textarea",
+        used_by: &[("spear::tui", "the screen's input box")],
+    },
+    CrateRule {
+        krate: "ansi_to_tui",
+        used_by: &[(
+            "spear::tui",
+            "a command's coloured output becomes ratatui text for the screen",
+        )],
+    },
+    // ---- the network -----------------------------------------------------------------------
+    CrateRule {
+        krate: "reqwest",
+        used_by: &[
+            (
+                "spear::agent::provider",
+                "the streaming client talks to the model server",
+            ),
+            (
+                "spear::tools::host::web",
+                "the web pair's fetch and search backends, each hop judged by the address policy",
+            ),
+            (
+                "spear::tools::documents",
+                "links of fetched HTML are resolved against the page's URL (reqwest::Url); \
+                 nothing here connects",
+            ),
+        ],
     },
 ];

@@ -9,7 +9,7 @@ use spear::harness::command_policy::{ApprovalDecision, CommandClass};
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::approval::{CallApprovalRequest, CallApprover};
 use spear::tools::preview::Preview;
-use spear::tools::turn::Turn;
+use spear::tools::router::turn::Turn;
 
 use crate::support::{Fixture, Recorder, call};
 

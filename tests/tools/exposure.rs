@@ -9,9 +9,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use spear::tools::coding::{self, CODING_TOOLS};
 use spear::tools::exposure::{ExposureSettings, Pass, RequestClass, ToolExposurePolicy};
-use spear::tools::handler::{Plan, Refusal, ToolHandler};
+use spear::tools::handler::{Plan, ToolHandler};
 use spear::tools::host::SpearHost;
 use spear::tools::normative::{self, LOOKUP_TOOLS, StandardsLibrary, WORKSPACE_TOOLS};
+use spear::tools::refusal::Refusal;
 use spear::tools::registry::{RegistryError, ToolRegistry};
 use spear::tools::spec::{Surface, ToolSpec};
 

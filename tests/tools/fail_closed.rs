@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use spear::harness::audit::AuditLogger;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
-use spear::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use spear::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
+use spear::tools::refusal::{Gate, Refusal};
 use spear::tools::registry::ToolRegistry;
 use spear::tools::router::ToolRouter;
 use spear::tools::spec::{Surface, ToolSpec};
@@ -35,7 +36,7 @@ impl ToolHandler for Forgetful {
 }
 
 impl Action for Run {
-    fn run(self: Box<Self>, _host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, _host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         self.0.lock().unwrap().push(ctx.profile.workspace_write);
         ToolResult::ok("changed something").into()
     }

@@ -8,8 +8,8 @@ use spear::harness::audit::Decision;
 use spear::harness::command_policy::{ApprovalDecision, CommandClass};
 use spear::harness::primitives::{ExecutionMode::*, ToolStatus};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
-use spear::tools::handler::Gate;
-use spear::tools::turn::Turn;
+use spear::tools::refusal::Gate;
+use spear::tools::router::turn::Turn;
 
 use crate::support::*;
 

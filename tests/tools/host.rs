@@ -5,8 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
 use spear::harness::primitives::{ExecutionMode::*, ToolStatus};
-use spear::tools::handler::Gate;
 use spear::tools::host::HostConfig;
+use spear::tools::refusal::Gate;
 
 use crate::support::*;
 

@@ -97,11 +97,11 @@ fn writes_are_reachable_only_through_the_routers_gates() {
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             let at = format!("{path}:{}: {}", i + 1, line.trim());
-            if code.contains("GatedPath {") && !path.ends_with("src/tools/gates.rs") {
+            if code.contains("GatedPath {") && !path.ends_with("src/tools/host/gates.rs") {
                 bad.push(at.clone());
             }
-            let host_or_gates =
-                path.ends_with("src/tools/host.rs") || path.ends_with("src/tools/gates.rs");
+            let host_or_gates = path.ends_with("src/tools/host/mod.rs")
+                || path.ends_with("src/tools/host/gates.rs");
             let resolves_for_write = code
                 .replace("TargetAccess::Write", "")
                 .contains("Access::Write");
@@ -109,7 +109,7 @@ fn writes_are_reachable_only_through_the_routers_gates() {
                 bad.push(at.clone());
             }
             if (code.contains("workspace.write_atomic") || code.contains("workspace.delete"))
-                && !path.ends_with("src/tools/host.rs")
+                && !path.ends_with("src/tools/host/mod.rs")
             {
                 bad.push(at);
             }
@@ -121,9 +121,10 @@ fn writes_are_reachable_only_through_the_routers_gates() {
         bad.join("\n")
     );
     // The host's own write operations take a gated path, not a bare WorkspacePath.
-    let host =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools/host.rs"))
-            .unwrap();
+    let host = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools/host/mod.rs"),
+    )
+    .unwrap();
     assert!(host.contains("pub fn write_atomic(&self, p: &GatedPath"));
     assert!(host.contains("pub fn delete(&self, p: &GatedPath"));
 }

@@ -12,9 +12,9 @@ use spear::harness::command_policy::ExecutionProfile;
 use spear::harness::primitives::{ExecutionMode::*, ToolResult, ToolStatus};
 use spear::harness::process::BoundedCapture;
 use spear::harness::sandbox::{CAPTURE_HEAD, CAPTURE_TAIL};
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink, OutputStream};
 use spear::tools::host::HostConfig;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::ToolRouter;
 
 use crate::support::*;
@@ -61,7 +61,7 @@ impl CommandExecutor for Flood {
         _: &ExecutionProfile,
         _: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         let mut chunk = Vec::with_capacity(64 * 1024);
         let (mut sent, mut next_check) = (0u64, MIB);
         for n in 1..=self.lines {
@@ -81,7 +81,7 @@ impl CommandExecutor for Flood {
         // What a runner returns: a bounded head and tail, not the whole.
         let mut r = ToolResult::ok(String::from_utf8(line(1)).unwrap());
         r.exit_code = Some(0);
-        CommandOutcome::ran(r)
+        ExecOutcome::ran(r)
     }
 }
 
@@ -458,7 +458,7 @@ impl CommandExecutor for Prints {
         _: &ExecutionProfile,
         _: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         for chunk in self.0.as_bytes().chunks(4093) {
             sink.write(OutputStream::Stdout, chunk).unwrap();
         }
@@ -466,7 +466,7 @@ impl CommandExecutor for Prints {
         capture.push(self.0.as_bytes());
         let mut r = ToolResult::ok(capture.render());
         r.exit_code = Some(0);
-        CommandOutcome::ran(r)
+        ExecOutcome::ran(r)
     }
 }
 

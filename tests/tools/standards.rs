@@ -13,8 +13,8 @@ use spear::tools::normative::extract::SourceKind;
 use spear::tools::normative::library::AddOutcome;
 use spear::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
 use spear::tools::registry::ToolRegistry;
+use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::turn::Turn;
 
 use super::support::{Fixture, Recorder};
 
@@ -433,7 +433,7 @@ fn pdf_round_trip_reads_by_clause_and_by_pages_and_a_scan_is_refused() {
 
 #[test]
 fn a_purely_normative_turn_is_refused_any_call_that_would_touch_the_working_tree() {
-    use spear::tools::handler::Gate;
+    use spear::tools::refusal::Gate;
     let lib = Lib::new();
     let route = |purely_normative: bool, name: &str, args: serde_json::Value| {
         let settings = ExposureSettings {

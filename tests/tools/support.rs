@@ -18,14 +18,14 @@ use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
 use spear::tools::envelope::ToolResultEnvelope;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink, OutputStream};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink, OutputStream};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
+use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::turn::Turn;
 
 pub struct Fixture {
     _dir: tempfile::TempDir,
@@ -154,7 +154,7 @@ impl CommandExecutor for BashExecutor {
         _profile: &ExecutionProfile,
         timeout: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.ran.lock().unwrap().push(command.to_string());
         let mut cmd = Command::new("bash");
         cmd.arg("-c").arg(command).current_dir(&self.cwd);
@@ -184,12 +184,12 @@ impl CommandExecutor for BashExecutor {
                     r.status = ToolStatus::Failed;
                     r.reason = Some(format!("exited with {status}"));
                 }
-                return CommandOutcome::ran(r);
+                return ExecOutcome::ran(r);
             }
             if start.elapsed() > timeout {
                 child.kill().unwrap();
                 child.wait().unwrap();
-                return CommandOutcome::ran(ToolResult::refused(
+                return ExecOutcome::ran(ToolResult::refused(
                     ToolStatus::Timeout,
                     format!("killed after {} s", timeout.as_secs_f64()),
                 ));
@@ -211,8 +211,8 @@ impl CommandExecutor for NoSandbox {
         _: &ExecutionProfile,
         _: Duration,
         _: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::sandbox_unavailable("bwrap was not found on PATH (install bubblewrap)")
+    ) -> ExecOutcome {
+        ExecOutcome::sandbox_unavailable("bwrap was not found on PATH (install bubblewrap)")
     }
 }
 
@@ -229,13 +229,13 @@ impl CommandExecutor for Recorder {
         profile: &ExecutionProfile,
         timeout: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.ran
             .lock()
             .unwrap()
             .push((command.to_string(), timeout, profile.clone()));
         sink.write(OutputStream::Stdout, b"recorded\n").unwrap();
-        CommandOutcome::ran(ToolResult {
+        ExecOutcome::ran(ToolResult {
             exit_code: Some(0),
             ..ToolResult::ok("recorded\n")
         })

@@ -335,7 +335,7 @@ fn a_long_session_keeps_only_visible_cells_laid_out() {
 #[test]
 fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_and_mode() {
     use spear::agent::model::ChatMessage;
-    use spear::agent::session::{LoadedSession, SessionMeta, SessionSummary};
+    use spear::agent::transcript::{LoadedSession, SessionMeta, SessionSummary};
     let t0 = Instant::now();
     let mut app = app(t0);
     type_text(&mut app, "/resume", t0);

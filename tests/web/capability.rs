@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::tools::handler::Gate;
+use spear::tools::refusal::Gate;
 
 use crate::pdf;
 use crate::server::{Route, WebServer};

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::tools::handler::Gate;
-use spear::tools::web::{AddressPolicy, WebSettings};
+use spear::tools::host::web::{AddressPolicy, WebSettings};
+use spear::tools::refusal::Gate;
 
 use crate::pdf;
 use crate::server::{Route, WebServer};
@@ -535,7 +535,7 @@ fn a_purely_normative_turn_reads_but_may_not_save() {
     };
     let view = spear::tools::exposure::ToolExposurePolicy::view(router.registry(), &settings);
     assert!(view.offers("fetch_url") && !view.working_tree);
-    let mut turn = spear::tools::turn::Turn::new(ExecutionMode::Auto, view, no_approver());
+    let mut turn = spear::tools::router::turn::Turn::new(ExecutionMode::Auto, view, no_approver());
     let env = call(
         &router,
         &mut turn,

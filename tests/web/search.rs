@@ -4,7 +4,7 @@
 use secrecy::SecretString;
 use serde_json::json;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
-use spear::tools::web::{SearchBackend, WebSettings};
+use spear::tools::host::web::{SearchBackend, WebSettings};
 
 use crate::server::{Route, WebServer};
 use crate::support::{Project, call, loopback_only, no_approver, normative_turn};

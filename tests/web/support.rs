@@ -15,15 +15,16 @@ use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
 use spear::tools::envelope::ToolResultEnvelope;
-use spear::tools::executor::{CommandExecutor, CommandOutcome, OutputSink};
+use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
+use spear::tools::host::web::{AddressPolicy, WebSettings};
 use spear::tools::host::{HostConfig, SpearHost};
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
-use spear::tools::result_store::{ResultStore, StoreLimits};
+use spear::tools::results::{ResultStore, StoreLimits};
+use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::turn::Turn;
-use spear::tools::web::{self, AddressPolicy, WebSettings};
+use spear::tools::web;
 
 pub struct Project {
     _dir: tempfile::TempDir,
@@ -56,8 +57,8 @@ impl CommandExecutor for NoShell {
         _profile: &ExecutionProfile,
         _timeout: Duration,
         _sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
-        CommandOutcome::ran(ToolResult::failed(format!(
+    ) -> ExecOutcome {
+        ExecOutcome::ran(ToolResult::failed(format!(
             "test executor: `{command}` reached the shell"
         )))
     }

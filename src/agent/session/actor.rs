@@ -17,13 +17,13 @@ use crate::agent::model::ChatMessage;
 use crate::agent::model::ChatModel;
 use crate::agent::runtime::{AgentRuntime, EventTap, RuntimeOptions, TaskOutcome};
 use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
-use crate::agent::session::store::{LoadedSession, SessionStore, SessionWriter};
 use crate::agent::task::{Switches, TaskController};
+use crate::agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use crate::tools::normative::{EngagedStandard, StandardsLibrary};
+use crate::tools::router::turn::Turn;
 use crate::tools::router::{ToolCall, ToolRouter};
-use crate::tools::turn::Turn;
 
 /// Builds the model `/model NAME` switches to (the same configuration with another model).
 pub type ModelFactory<M> = Box<dyn Fn(&str) -> Result<(Arc<M>, ModelInfo), String> + Send>;

@@ -4,7 +4,7 @@
 //! names the op and says why), so a front end never waits on a silent no.
 
 use crate::agent::runtime::TaskOutcome;
-use crate::agent::session::store::{LoadedSession, SessionSummary};
+use crate::agent::transcript::{LoadedSession, SessionSummary};
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::approval::ApprovalId;

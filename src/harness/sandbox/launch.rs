@@ -49,7 +49,8 @@ pub enum End {
     Cancelled,
 }
 
-pub struct Outcome {
+/// How a sandboxed command ended, with its bounded output and whether its death was confirmed.
+pub struct SandboxOutcome {
     pub end: End,
     pub stdout: BoundedCapture,
     pub stderr: BoundedCapture,
@@ -236,7 +237,7 @@ impl Running {
     }
 
     /// Pump output and wait for the end, killing everything at `timeout`.
-    pub async fn finish(mut self, sink: &mut dyn OutputSink, timeout: Duration) -> Outcome {
+    pub async fn finish(mut self, sink: &mut dyn OutputSink, timeout: Duration) -> SandboxOutcome {
         let mut out = BoundedCapture::new(CAPTURE_HEAD, CAPTURE_TAIL);
         let mut err = BoundedCapture::new(CAPTURE_HEAD, CAPTURE_TAIL);
         let stdout = self.child.stdout.take();
@@ -317,7 +318,7 @@ impl Running {
         {
             self.ledger.confirm_dead();
         }
-        Outcome {
+        SandboxOutcome {
             end,
             stdout: out,
             stderr: err,

@@ -3,23 +3,23 @@
 //! path; `netns` runs the network path on top of it. Invariant: the execution layer never knows
 //! why a command was allowed; it sees a `SandboxSpec` and nothing else.
 
-pub mod argv;
+pub(crate) mod argv;
 pub mod env;
-pub mod error;
+pub(crate) mod error;
 mod launch;
-pub mod ledger;
+pub(crate) mod ledger;
 pub mod netns;
-pub mod placeholders;
+pub(crate) mod placeholders;
 pub mod preflight;
 mod preflight_cache;
 pub mod procfs;
 pub mod seccomp;
 pub mod spec;
-pub mod tmpfs;
+pub(crate) mod tmpfs;
 
 pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
-pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, Outcome};
+pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
 pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
@@ -266,7 +266,7 @@ impl BubblewrapSandbox {
         limits: &LaunchLimits,
         sink: &mut dyn OutputSink,
         timeout: Duration,
-    ) -> Result<Outcome, SandboxError> {
+    ) -> Result<SandboxOutcome, SandboxError> {
         let mut running = self.start(spec, limits, Vec::new(), timeout).await?;
         running.release();
         Ok(running.finish(sink, timeout).await)

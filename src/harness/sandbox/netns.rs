@@ -10,7 +10,7 @@
 //! path was told to die and its death could not be confirmed through its pidfd, the sandbox
 //! instance refuses every later network request (`network_containment_failed`).
 
-pub mod error;
+pub(crate) mod error;
 pub mod ranges;
 pub mod refused;
 pub mod routes;
@@ -29,7 +29,9 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::launch::{KILL_GRACE, Running};
-use super::{BubblewrapSandbox, LaunchLimits, Outcome, SandboxError, SandboxNetwork, SandboxSpec};
+use super::{
+    BubblewrapSandbox, LaunchLimits, SandboxError, SandboxNetwork, SandboxOutcome, SandboxSpec,
+};
 use crate::harness::process::{ForeignProcess, NetnsPlan, OutputSink, SpawnRequest, spawn_held};
 
 /// slirp's DNS forwarder inside the sandbox network.
@@ -84,7 +86,7 @@ pub async fn run_with_slirp(
     timeout: Duration,
     allow_host_loopback: bool,
     network_allow: &[IpPrefix],
-) -> Result<Outcome, SandboxError> {
+) -> Result<SandboxOutcome, SandboxError> {
     if sandbox.network_containment_failed() {
         return Err(SandboxError::NetworkPoisoned);
     }

@@ -9,7 +9,7 @@
 //! Every parse, re-reading and walk is charged to one `Budget` (budget.rs); once it is spent the
 //! rest is not read, and that is reported as a parse error, never taken as absent.
 
-pub mod budget;
+pub(crate) mod budget;
 mod heredocs;
 mod keywords;
 mod walk;

@@ -2,13 +2,13 @@
 //! terminal. They reach the harness only through `SpearHost`, and every mutation goes through
 //! the router's gates and the same `CommandPolicy::authorize` as a shell command.
 
-pub mod patch;
-pub mod patch_diff;
-pub mod patch_edits;
-pub mod read_file;
-pub mod search_files;
-pub mod terminal;
-pub mod write_file;
+pub(crate) mod patch;
+pub(crate) mod patch_diff;
+pub(crate) mod patch_edits;
+pub(crate) mod read_file;
+pub(crate) mod search_files;
+pub(crate) mod terminal;
+pub(crate) mod write_file;
 
 use std::sync::Arc;
 
@@ -92,40 +92,4 @@ pub fn register(registry: &mut ToolRegistry) -> Result<(), RegistryError> {
         registry.register(spec, handler)?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn specs_use_only_the_validator_keywords() {
-        fn walk(v: &serde_json::Value, tool: &str) {
-            if let Some(o) = v.as_object() {
-                for (k, sub) in o {
-                    assert!(
-                        crate::tools::schema::KEYWORDS.contains(&k.as_str()),
-                        "{tool}: {k}"
-                    );
-                    match k.as_str() {
-                        "properties" => sub
-                            .as_object()
-                            .unwrap()
-                            .values()
-                            .for_each(|p| walk(p, tool)),
-                        "items" => walk(sub, tool),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        let specs = specs();
-        assert_eq!(
-            specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-            CODING_TOOLS
-        );
-        for s in &specs {
-            walk(&s.parameters, &s.name);
-        }
-    }
 }

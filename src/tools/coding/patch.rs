@@ -9,14 +9,13 @@ use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
 use crate::tools::coding::patch_diff::apply_diff;
 use crate::tools::coding::patch_edits::{Edit, apply_edits};
-use crate::tools::coding::write_file::{current, fs_failure, reported};
-use crate::tools::gates::GatedPath;
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::{current, fs_failure, reported};
+use crate::tools::host::gates::GatedPath;
+use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::preview::{FileChange, Preview};
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
 
 pub fn schema() -> Value {
@@ -137,7 +136,7 @@ impl Action for PatchAction {
         Ok(Some(Preview::FileChange(preview)))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let (Some(p), Some(prep)) = (ctx.paths.first(), self.prepared) else {
             return ToolResult::failed("patch ran without being prepared").into();
         };
@@ -168,7 +167,7 @@ impl Action for PatchAction {
                 );
                 let mut r = ToolResult::ok(format!("patched `{path}` ({} bytes)\n", w.bytes));
                 r.changed_paths = vec![path];
-                ToolOutcome {
+                ActionOutcome {
                     bytes_written: Some(w.bytes),
                     ..r.into()
                 }

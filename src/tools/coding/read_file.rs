@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::workspace::WorkspacePath;
-use crate::tools::coding::write_file::fs_failure;
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::fs_failure;
+use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::lines::{count_lines, display_line, read_line_capped, skip_lines};
-use crate::tools::result_store::{SCHEME, StoreError};
+use crate::tools::refusal::Refusal;
+use crate::tools::results::{SCHEME, StoreError};
 
 pub const DEFAULT_LIMIT: u64 = 500;
 pub const MAX_LIMIT: u64 = 2_000;
@@ -152,7 +152,7 @@ struct ReadWorkspace {
 }
 
 impl Action for ReadWorkspace {
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("read_file was planned without a path").into();
         };
@@ -230,7 +230,7 @@ struct ReadResult {
 }
 
 impl Action for ReadResult {
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         let w = self.window;
         let uri = format!("{SCHEME}{}", self.id);
         let (mut r, index) = match host.results().open_at_line(&self.id, w.offset) {

@@ -15,11 +15,10 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
 use crate::harness::workspace::{Access, WorkspacePath};
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::{Target, TargetAccess};
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::walk::{safe_walk, special_kind};
 
 pub const DEFAULT_MAX_RESULTS: u64 = 100;
@@ -91,7 +90,7 @@ struct Search {
 }
 
 impl Action for Search {
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(dir) = ctx.paths.first() else {
             return ToolResult::failed("search_files was planned without a path").into();
         };

@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::ToolResult;
 use crate::tools::executor::{OutputSink, OutputStream, OutputTap};
-use crate::tools::handler::{Action, Gate, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
-use crate::tools::host_command::{HostCommand, HostCommandUse, detect};
+use crate::tools::host::command::{HostCommand, HostCommandUse, detect};
 use crate::tools::preview::Preview;
+use crate::tools::refusal::{Gate, Refusal};
 
 pub const DEFAULT_TIMEOUT_SECS: u64 = 180;
 pub const MAX_TIMEOUT_SECS: u64 = 600;
@@ -95,7 +96,7 @@ impl Action for HostAction {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<Preview>, ToolResult> {
         Ok(Some(Preview::Note {
             text: format!(
@@ -106,7 +107,7 @@ impl Action for HostAction {
         }))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         host.answer(&self.cmd).into()
     }
 }
@@ -124,12 +125,12 @@ impl Action for RunCommand {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<Preview>, ToolResult> {
         Ok(Some(self.preview.clone()))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let mut sink = match host.results().create() {
             Ok(w) => w,
             Err(e) => return ToolResult::failed(format!("cannot keep the output: {e}")).into(),
@@ -163,7 +164,7 @@ impl Action for RunCommand {
                     Some(why) => format!("{why}; {note}"),
                     None => note,
                 });
-                return ToolOutcome {
+                return ActionOutcome {
                     sandbox_unavailable: outcome.sandbox_unavailable,
                     ..r.into()
                 };
@@ -181,7 +182,7 @@ impl Action for RunCommand {
             result.stdout = s.preview.clone();
             result.stderr.clear();
         }
-        ToolOutcome {
+        ActionOutcome {
             result,
             class: None,
             stored,

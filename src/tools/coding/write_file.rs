@@ -7,13 +7,13 @@ use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::harness::workspace::{FsError, WorkspacePath};
-use crate::tools::gates::GatedPath;
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::{current, fs_failure, reported};
+use crate::tools::host::gates::GatedPath;
+use crate::tools::host::gates::{Target, TargetAccess};
 use crate::tools::preview::{FileChange, Preview};
+use crate::tools::refusal::Refusal;
 use crate::tools::working_state::content_hash;
 
 pub fn write_schema() -> Value {
@@ -35,36 +35,6 @@ pub fn delete_schema() -> Value {
         "required": ["path"],
         "properties": {"path": {"type": "string", "minLength": 1}}
     })
-}
-
-/// The path a changed file is reported under: relative to its root.
-pub fn reported(p: &WorkspacePath) -> String {
-    p.relative().display().to_string()
-}
-
-/// A file operation's error as a result. A FIFO, socket or device is refused as
-/// `invalid_path`: the path is one no file tool may use, and saying so ends the matter.
-pub fn fs_failure(e: FsError) -> ToolResult {
-    match e {
-        FsError::NotFound(p) => ToolResult::refused(
-            ToolStatus::NotFound,
-            format!("`{}` does not exist", p.display()),
-        ),
-        e @ FsError::NotRegular { .. } => ToolResult::refused(
-            ToolStatus::InvalidPath,
-            format!("{e}; inspect it with `ls -l` or `stat` in the terminal"),
-        ),
-        other => ToolResult::failed(other.to_string()),
-    }
-}
-
-/// The current content of `p`, or `None` when it does not exist.
-pub fn current(host: &SpearHost, p: &WorkspacePath) -> Result<Option<Vec<u8>>, ToolResult> {
-    match host.read(p) {
-        Ok(b) => Ok(Some(b)),
-        Err(FsError::NotFound(_)) => Ok(None),
-        Err(e) => Err(fs_failure(e)),
-    }
 }
 
 fn single_path_plan(args: &Value, writer: Writer, action: Box<dyn Action>) -> Plan {
@@ -124,7 +94,7 @@ impl Action for WriteAction {
         Ok(file_change(host, paths, Some(self.content.as_bytes())))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("write_file was planned without a path").into();
         };
@@ -143,7 +113,7 @@ impl Action for WriteAction {
                 let verb = if outcome.created { "created" } else { "wrote" };
                 let mut r = ToolResult::ok(format!("{verb} `{path}` ({} bytes)\n", outcome.bytes));
                 r.changed_paths = vec![path];
-                ToolOutcome {
+                ActionOutcome {
                     bytes_written: Some(outcome.bytes),
                     ..r.into()
                 }
@@ -176,7 +146,7 @@ impl Action for DeleteAction {
         Ok(file_change(host, paths, None))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(p) = ctx.paths.first() else {
             return ToolResult::failed("delete_file was planned without a path").into();
         };

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::command_runner::{CommandRunner, RunRequest, RunnerConfig};
 use crate::harness::primitives::ToolStatus;
 use crate::harness::process::{CancelToken, OutputSink, OutputStream};
 use crate::harness::resource_control::ResourceLimits;
-use crate::harness::runtime::{CommandRunner, RunRequest, RunnerConfig};
 use crate::harness::sandbox::spec::SYSTEM_PATHS;
 
 /// The name the input has inside the sandbox's workspace.

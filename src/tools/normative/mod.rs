@@ -6,13 +6,13 @@
 //! Every one is on the normative surface: the coding core never sees them. The web pair is
 //! registered by `tools::web` on the same surface.
 
-pub mod error;
+pub(crate) mod error;
 pub mod extract;
 pub mod index;
 pub mod library;
 pub mod read;
-pub mod tools;
-pub mod units;
+pub(crate) mod tools;
+pub(crate) mod units;
 
 use std::sync::Arc;
 
@@ -137,13 +137,13 @@ impl ToolHandler for ReadOnlyTerminal {
         &self,
         args: &serde_json::Value,
         host: &crate::tools::host::SpearHost,
-    ) -> Result<crate::tools::handler::Plan, crate::tools::handler::Refusal> {
+    ) -> Result<crate::tools::handler::Plan, crate::tools::refusal::Refusal> {
         use crate::harness::command_policy::CommandClass;
         let plan = terminal::Terminal.plan(args, host)?;
         match &plan.command {
             Some(a) if a.class != CommandClass::ReadOnly => {
-                Err(crate::tools::handler::Refusal::new(
-                    crate::tools::handler::Gate::Authorization,
+                Err(crate::tools::refusal::Refusal::new(
+                    crate::tools::refusal::Gate::Authorization,
                     "normative_read_only",
                     crate::harness::primitives::ToolResult::denied(format!(
                         "the normative runtime runs read-only commands only, and `{}` is {}: \

@@ -9,11 +9,12 @@ use std::sync::{Arc, PoisonError, RwLock};
 use serde_json::{Value, json};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::handler::{Action, Plan, Refusal, RunContext, ToolHandler, ToolOutcome};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
 use crate::tools::normative::error::StandardError;
 use crate::tools::normative::library::{Hit, StandardsLibrary};
 use crate::tools::normative::read::{Reading, read_clause, read_pages};
+use crate::tools::refusal::Refusal;
 
 pub const DEFAULT_HITS: u64 = 8;
 pub const MAX_HITS: u64 = 50;
@@ -122,7 +123,7 @@ impl ToolHandler for StandardTool {
                     (Some(c), None) => Request::Clause(standard, c),
                     (None, Some(p)) => Request::Pages(standard, p),
                     _ => {
-                        return Err(crate::tools::handler::invalid_arguments(
+                        return Err(crate::tools::refusal::invalid_arguments(
                             "give exactly one of `clause` (e.g. \"4.2.1\") or `pages` (e.g. \"3-5\")",
                         ));
                     }
@@ -166,7 +167,7 @@ struct LookupAction {
 }
 
 impl Action for LookupAction {
-    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, _host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         let lib = &self.library;
         let result = match &self.request {
             Request::List => lib.list().map(|l| list_text(&l, self.engaged.as_deref())),

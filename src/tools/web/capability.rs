@@ -5,9 +5,10 @@
 
 use crate::harness::command_policy::CommandAssessment;
 use crate::harness::primitives::ToolResult;
-use crate::tools::handler::{Gate, Plan, Refusal};
+use crate::tools::handler::Plan;
 use crate::tools::host::SpearHost;
-use crate::tools::host_command::HostCommand;
+use crate::tools::host::command::HostCommand;
+use crate::tools::refusal::{Gate, Refusal};
 
 use super::fetch_url::FetchRequest;
 use super::pages::PageRange;

@@ -10,20 +10,19 @@ use serde_json::Value;
 use crate::harness::command_policy::{CommandAssessment, CommandClass};
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::target_policy::Writer;
-use crate::tools::coding::write_file::{current, reported};
 use crate::tools::documents::{
     DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
 };
-use crate::tools::handler::{
-    Action, Plan, Refusal, RunContext, Target, TargetAccess, ToolHandler, ToolOutcome,
-    invalid_arguments,
-};
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
+use crate::tools::host::files::{current, reported};
+use crate::tools::host::gates::{Target, TargetAccess};
+use crate::tools::refusal::{Refusal, invalid_arguments};
 use crate::tools::working_state::content_hash;
 
-use super::WebPair;
-use super::http::{self, FetchError, Fetched};
 use super::pages::{self, PageRange};
+use crate::tools::host::web::WebPair;
+use crate::tools::host::web::http::{self, FetchError, Fetched};
 
 /// One fetch as asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +120,7 @@ impl Action for FetchAction {
     fn prepare(
         &mut self,
         _host: &SpearHost,
-        _paths: &[crate::tools::gates::GatedPath],
+        _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<crate::tools::preview::Preview>, ToolResult> {
         let text = match &self.req.save_as {
             Some(p) => format!("fetch {} and save it as `{p}`", self.req.url),
@@ -130,12 +129,12 @@ impl Action for FetchAction {
         Ok(Some(crate::tools::preview::Preview::Note { text }))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         run_fetch(&self.req, host, ctx)
     }
 }
 
-fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> ToolOutcome {
+fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
     let web = host.web();
     // The next slice of a PDF just read needs no second download.
     if req.save_as.is_none()
@@ -166,7 +165,7 @@ fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> Tool
                 );
                 saved = Some((path, outcome.bytes, outcome.created));
             }
-            Err(e) => return crate::tools::coding::write_file::fs_failure(e).into(),
+            Err(e) => return crate::tools::host::files::fs_failure(e).into(),
         }
     }
     let mut result = render(&fetched, req, web);
@@ -174,7 +173,7 @@ fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> Tool
         let verb = if created { "created" } else { "wrote" };
         result.stdout = format!("saved: {verb} `{path}` ({bytes} bytes)\n{}", result.stdout);
         result.changed_paths = vec![path];
-        return ToolOutcome {
+        return ActionOutcome {
             bytes_written: Some(bytes),
             ..result.into()
         };

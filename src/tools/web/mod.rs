@@ -3,16 +3,15 @@
 //! in page slices) or saves it into the workspace with `save_as`. Reading works in every mode;
 //! saving is a write and takes write_file's gates and authorization. Both are tools of the
 //! normative surface, offered exactly when the web is enabled, and host commands of the coding
-//! core (`spear-capability run NAME ...`), answered by SpearHost and never by a shell.
+//! core (`spear-capability run NAME ...`), answered by SpearHost and never by a shell. The HTTP
+//! client, the search backends and the session's `WebPair` are SpearHost's (`host::web`).
 
-pub mod address;
-pub mod capability;
-pub mod fetch_url;
-pub mod http;
-pub mod pages;
-pub mod search;
+pub(crate) mod capability;
+pub(crate) mod fetch_url;
+pub(crate) mod pages;
+pub(crate) mod search;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -20,66 +19,8 @@ use crate::harness::primitives::ExecutionMode;
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::spec::{Surface, ToolSpec};
 
-pub use address::AddressPolicy;
-pub use http::FetchLimits;
-pub use search::SearchBackend;
-
 /// The web pair's names.
 pub const WEB_TOOLS: [&str; 2] = ["fetch_url", "search_internet"];
-
-/// Everything the web pair is configured with (`[web]` in the config).
-#[derive(Debug, Clone, Default)]
-pub struct WebSettings {
-    pub addresses: AddressPolicy,
-    pub limits: FetchLimits,
-    /// `None`: search_internet answers with the config keys that would set one.
-    pub search: Option<SearchBackend>,
-}
-
-/// Documents this many recently read PDFs are kept extracted, so asking for the next slice does
-/// not download and extract the file again.
-const CACHED_DOCUMENTS: usize = 4;
-
-/// The web pair for one session: its settings and its small cache of extracted PDFs.
-#[derive(Debug, Default)]
-pub struct WebPair {
-    settings: WebSettings,
-    cache: Mutex<Vec<(String, Arc<Vec<String>>)>>,
-}
-
-impl WebPair {
-    pub fn new(settings: WebSettings) -> Self {
-        WebPair {
-            settings,
-            cache: Mutex::new(Vec::new()),
-        }
-    }
-
-    pub fn settings(&self) -> &WebSettings {
-        &self.settings
-    }
-
-    /// The pages of the PDF last read from `url`, if it is still cached.
-    fn cached(&self, url: &str) -> Option<Arc<Vec<String>>> {
-        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let i = c.iter().position(|(u, _)| u == url)?;
-        let entry = c.remove(i);
-        let pages = entry.1.clone();
-        c.push(entry);
-        Some(pages)
-    }
-
-    fn remember(&self, urls: &[&str], pages: Arc<Vec<String>>) {
-        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        for u in urls {
-            c.retain(|(k, _)| k != u);
-            c.push((u.to_string(), pages.clone()));
-        }
-        while c.len() > CACHED_DOCUMENTS * 2 {
-            c.remove(0);
-        }
-    }
-}
 
 /// The schema of `fetch_url`.
 pub fn fetch_schema() -> serde_json::Value {

@@ -8,7 +8,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-use crate::agent::session::SessionSummary;
+use crate::agent::transcript::SessionSummary;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::wrap;
 

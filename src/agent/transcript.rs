@@ -1,4 +1,4 @@
-//! Sessions: each conversation written as it happens to one JSONL file under
+//! Session transcripts: each conversation written as it happens to one JSONL file under
 //! `$XDG_STATE_HOME/spear/sessions/<workspace hash>/<id>.jsonl` (outside every workspace, so no
 //! sandboxed command can reach it). Invariant: every record is one line appended with a single
 //! `write(2)` as soon as it exists, so a crash loses at most the record in flight; records hold
@@ -15,7 +15,7 @@ use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::model::{ChatMessage, ToolCallRequest};
-use crate::tools::result_store::{StoreError, workspace_state_dir};
+use crate::tools::results::{StoreError, workspace_state_dir};
 
 #[derive(Debug, Error)]
 pub enum SessionError {

@@ -7,12 +7,10 @@ use std::io;
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::command_runner::{CommandRunner, RunRequest};
 use crate::harness::primitives::ToolResult;
 use crate::harness::process::OutputSink as ProcessSink;
-use crate::harness::runtime::{CommandRunner, RunRequest};
-use crate::tools::executor::{
-    CancelToken, CommandExecutor, CommandOutcome, OutputSink, OutputStream,
-};
+use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSink, OutputStream};
 
 /// A `CommandRunner` as the terminal tool sees it.
 pub struct RunnerExecutor {
@@ -68,7 +66,7 @@ impl CommandExecutor for RunnerExecutor {
         profile: &ExecutionProfile,
         timeout: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.run_inner(command, profile, timeout, sink, None)
     }
 
@@ -79,7 +77,7 @@ impl CommandExecutor for RunnerExecutor {
         timeout: Duration,
         sink: &mut dyn OutputSink,
         cancel: &CancelToken,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.run_inner(command, profile, timeout, sink, Some(cancel))
     }
 }
@@ -92,16 +90,16 @@ impl RunnerExecutor {
         timeout: Duration,
         sink: &mut dyn OutputSink,
         cancel: Option<&CancelToken>,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         let Some(runtime) = self.runtime.as_ref() else {
-            return CommandOutcome::ran(ToolResult::failed("the command executor was shut down"));
+            return ExecOutcome::ran(ToolResult::failed("the command executor was shut down"));
         };
         if let Err(failure) = runtime.block_on(self.runner.ensure_sandbox()) {
             let reason = format!("the sandbox is not available: {}", failure.reason());
             return if failure.is_terminal() {
-                CommandOutcome::sandbox_unavailable(reason)
+                ExecOutcome::sandbox_unavailable(reason)
             } else {
-                CommandOutcome::ran(ToolResult::failed(reason))
+                ExecOutcome::ran(ToolResult::failed(reason))
             };
         }
         let request = RunRequest {
@@ -116,6 +114,6 @@ impl RunnerExecutor {
             result.status = crate::harness::primitives::ToolStatus::Failed;
             result.reason = Some(format!("the command's output could not be stored: {e}"));
         }
-        CommandOutcome::ran(result)
+        ExecOutcome::ran(result)
     }
 }

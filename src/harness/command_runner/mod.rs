@@ -2,7 +2,7 @@
 //! confined". It owns the sandbox instance and the resource contracts, turns an
 //! `ExecutionProfile` into a `SandboxSpec`, checks every mechanism the contract needs before
 //! anything is spawned, and returns one `ToolResult`: a death by signal is `failed` and named
-//! (`runtime_exit.rs`), and a writable run says what it changed in the workspace (a snapshot
+//! (`exit.rs`), and a writable run says what it changed in the workspace (a snapshot
 //! before and after, `workspace::snapshot`). Invariant: there is no path from
 //! "mechanism unavailable" to "run it anyway": each missing piece is a `failed` result.
 
@@ -21,9 +21,9 @@ use crate::harness::resource_control::{
 use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::{
-    BubblewrapSandbox, End, LaunchLimits, Outcome, PreflightFailure, Protection, SandboxError,
-    SandboxLedger, SandboxNetwork, SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger,
-    spec,
+    BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
+    SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
+    env, ledger, spec,
 };
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
@@ -582,7 +582,7 @@ impl CommandRunner {
         r
     }
 
-    fn to_result(&self, o: Outcome, timeout: Duration) -> ToolResult {
+    fn to_result(&self, o: SandboxOutcome, timeout: Duration) -> ToolResult {
         let stdout = o.stdout.render();
         let stderr = o.stderr.render();
         let containment = o
@@ -698,11 +698,8 @@ impl std::fmt::Debug for CommandRunner {
     }
 }
 
-#[path = "runtime_error.rs"]
-pub mod error;
-#[path = "runtime_exit.rs"]
-pub mod exit;
+pub(crate) mod error;
+pub(crate) mod exit;
 
 #[cfg(test)]
-#[path = "runtime_tests.rs"]
 mod tests;

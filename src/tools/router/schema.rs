@@ -261,4 +261,32 @@ mod tests {
         )
         .unwrap();
     }
+
+    #[test]
+    fn the_coding_specs_use_only_the_validator_keywords() {
+        fn walk(v: &serde_json::Value, tool: &str) {
+            if let Some(o) = v.as_object() {
+                for (k, sub) in o {
+                    assert!(KEYWORDS.contains(&k.as_str()), "{tool}: {k}");
+                    match k.as_str() {
+                        "properties" => sub
+                            .as_object()
+                            .unwrap()
+                            .values()
+                            .for_each(|p| walk(p, tool)),
+                        "items" => walk(sub, tool),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let specs = crate::tools::coding::specs();
+        assert_eq!(
+            specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            crate::tools::coding::CODING_TOOLS
+        );
+        for s in &specs {
+            walk(&s.parameters, &s.name);
+        }
+    }
 }

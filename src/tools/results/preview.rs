@@ -5,8 +5,10 @@
 use serde::Serialize;
 
 use crate::tools::lines::{utf8_prefix, utf8_suffix};
-use crate::tools::result_store::{PREVIEW_CHARS, ResultIndex, SCHEME};
+use crate::tools::results::index::{ResultIndex, SCHEME};
 
+/// The model sees at most this many characters of one output (head and tail together).
+pub const PREVIEW_CHARS: usize = 50_000;
 /// What the store's limits did to one output (all zero but `cap_bytes` when nothing was hit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct StoreReport {

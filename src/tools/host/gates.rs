@@ -1,13 +1,32 @@
 //! The router's hard gates on a plan's targets: workspace confinement for every path (with
 //! searches kept inside the workspace roots), the target policy for every write and delete, and
 //! for a terminal command every write `classify` found, which must stay in the project and off
-//! generated, snapshot and third-party files.
+//! generated, snapshot and third-party files. They live with SpearHost, not with the router that
+//! runs them, because `GatedPath`, which only they make, is the one argument its writes take.
 
 use crate::harness::command_policy::CommandAssessment;
 use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::target_policy::Writer;
 use crate::harness::workspace::{Access, PathRefusalKind, WorkspacePath};
-use crate::tools::handler::{Gate, Refusal, Target, TargetAccess};
 use crate::tools::host::SpearHost;
+use crate::tools::refusal::{Gate, Refusal};
+
+/// How a plan uses a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetAccess {
+    Read,
+    /// A directory searched recursively: it must lie inside the workspace.
+    Search,
+    /// Written or deleted by a file tool.
+    Write(Writer),
+}
+
+/// A path a call names, as written, for the hard gates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub path: String,
+    pub access: TargetAccess,
+}
 
 /// A workspace path that passed the router's gates for the access its target declared. Only
 /// `gate_target` makes one (its field is private to this module), and `SpearHost` writes and

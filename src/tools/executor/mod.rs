@@ -3,6 +3,8 @@
 //! tests use doubles. Output is streamed into an `OutputSink` (the ResultStore) as it arrives, so
 //! neither side ever holds a whole output in memory.
 
+pub mod runner;
+
 use std::io;
 use std::time::Duration;
 
@@ -38,7 +40,7 @@ impl OutputSink for DiscardSink {
 
 /// What running a command came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandOutcome {
+pub struct ExecOutcome {
     /// The substrate's result: status, reason, bounded stdout/stderr (head and tail), exit code.
     pub result: ToolResult,
     /// The command could not run because the sandbox is missing or refused (bwrap absent,
@@ -47,10 +49,10 @@ pub struct CommandOutcome {
     pub sandbox_unavailable: bool,
 }
 
-impl CommandOutcome {
+impl ExecOutcome {
     /// The command ran (whatever its status).
     pub fn ran(result: ToolResult) -> Self {
-        CommandOutcome {
+        ExecOutcome {
             result,
             sandbox_unavailable: false,
         }
@@ -58,7 +60,7 @@ impl CommandOutcome {
 
     /// The sandbox is not there: `failed`, marked so the turn declines later writes.
     pub fn sandbox_unavailable(reason: impl Into<String>) -> Self {
-        CommandOutcome {
+        ExecOutcome {
             result: ToolResult::failed(reason),
             sandbox_unavailable: true,
         }
@@ -74,7 +76,7 @@ pub trait CommandExecutor: Send + Sync {
         profile: &ExecutionProfile,
         timeout: Duration,
         sink: &mut dyn OutputSink,
-    ) -> CommandOutcome;
+    ) -> ExecOutcome;
 
     /// `run`, stopped when `cancel` is cancelled. Nothing starts once it is; an executor that
     /// can stop a running command (the sandbox's, through its pidfds) overrides this, others
@@ -86,9 +88,9 @@ pub trait CommandExecutor: Send + Sync {
         timeout: Duration,
         sink: &mut dyn OutputSink,
         cancel: &CancelToken,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         if cancel.is_cancelled() {
-            return CommandOutcome::ran(ToolResult::cancelled(
+            return ExecOutcome::ran(ToolResult::cancelled(
                 "the task was cancelled before the command started; nothing ran",
             ));
         }

@@ -8,11 +8,12 @@
 use std::collections::VecDeque;
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::tools::executor::{OutputSink, OutputStream};
-use crate::tools::result_preview::{Facts, PreviewBuffer, StoreReport, StoredOutput};
-use crate::tools::result_store::{LINE_STRIDE, ResultIndex, ResultStore, StoreError, io_err};
+use crate::tools::results::error::{StoreError, io_err};
+use crate::tools::results::index::{LINE_STRIDE, ResultIndex};
+use crate::tools::results::preview::{Facts, PreviewBuffer, StoreReport, StoredOutput};
 
 /// Disk is asked of the store at least this much at a time (each request lists the store).
 const GRANT_STEP: u64 = 1 << 20;
@@ -20,6 +21,25 @@ const GRANT_STEP: u64 = 1 << 20;
 const SEGMENTS: u64 = 8;
 /// A kept tail starts at a line start when one begins within this many bytes.
 const ALIGN_WITHIN: usize = 64 * 1024;
+
+/// What a writer needs of the store it writes into, and nothing more: disk granted as the output
+/// grows, the store's private files, and an end to its reservation. `ResultStore` implements
+/// it; the writer knows nothing else of the store (so the store may create writers without the
+/// two modules naming each other).
+pub(crate) trait Budget: Send + Sync {
+    /// The per-result cap and the total budget the store keeps to.
+    fn per_result_bytes(&self) -> u64;
+    fn total_bytes(&self) -> u64;
+    /// Let the writer `id` use `want` more bytes: the bytes granted, the results evicted and
+    /// their bytes.
+    fn grow(&self, id: &str, want: u64) -> Result<(u64, u64, u64), StoreError>;
+    /// The writer `id` is done: its reservation ends.
+    fn release(&self, id: &str);
+    /// A new file of the store, private to the user.
+    fn create_file(&self, path: &Path) -> Result<File, StoreError>;
+    /// Forget the result `id`.
+    fn discard(&self, id: &str) -> Result<(), StoreError>;
+}
 
 /// One tail segment file.
 struct Segment {
@@ -31,7 +51,7 @@ struct Segment {
 /// Streams one output to disk within its cap, keeping only its preview head and tail and a
 /// sparse line index in memory.
 pub struct ResultWriter {
-    store: ResultStore,
+    store: Box<dyn Budget>,
     id: String,
     path: PathBuf,
     out: BufWriter<File>,
@@ -64,11 +84,17 @@ pub struct ResultWriter {
 }
 
 impl ResultWriter {
-    pub(crate) fn new(store: ResultStore, id: String, path: PathBuf, file: File, cap: u64) -> Self {
+    pub(crate) fn new(
+        store: Box<dyn Budget>,
+        id: String,
+        path: PathBuf,
+        file: File,
+        cap: u64,
+    ) -> Self {
         // Another process evicting must see that this result is being written.
         let _ = file.lock_shared();
         let head_cap = cap / 2;
-        let limits = store.limits();
+        let (per_result, total) = (store.per_result_bytes(), store.total_bytes());
         ResultWriter {
             store,
             id,
@@ -85,8 +111,8 @@ impl ResultWriter {
             dropped: 0,
             report: StoreReport {
                 cap_bytes: cap,
-                per_result_cap_bytes: limits.per_result_bytes,
-                total_budget_bytes: limits.total_bytes,
+                per_result_cap_bytes: per_result,
+                total_budget_bytes: total,
                 ..StoreReport::default()
             },
             total: 0,

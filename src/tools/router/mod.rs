@@ -5,6 +5,9 @@
 //! authorization (ASK asks), the action, and normalisation into a `ToolResultEnvelope`. A refusal
 //! is a value on that path; `Err` only means an observer (the audit log) broke.
 
+pub mod schema;
+pub mod turn;
+
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,16 +21,17 @@ use crate::harness::command_policy::{
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::approval::{CallAsk, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
-use crate::tools::gates::{gate_command_writes, gate_target};
-use crate::tools::handler::{Gate, Refusal, RunContext, TargetAccess, ToolOutcome};
+use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::host::SpearHost;
+use crate::tools::host::gates::TargetAccess;
+use crate::tools::host::gates::{gate_command_writes, gate_target};
 use crate::tools::observer::{CallEnd, CallStart, ObserverError, ToolObserver};
 use crate::tools::pipeline::{SPEC_ORDER, Step};
 use crate::tools::preview::Preview;
+use crate::tools::refusal::{Gate, Refusal};
 use crate::tools::registry::{RegisteredTool, ToolRegistry};
-use crate::tools::result_store::PREVIEW_CHARS;
-use crate::tools::schema;
-use crate::tools::turn::{DEFAULT_REFUSAL_REPEATS, RefusalKey, Turn, normalize_target};
+use crate::tools::results::PREVIEW_CHARS;
+use crate::tools::router::turn::{DEFAULT_REFUSAL_REPEATS, RefusalKey, Turn, normalize_target};
 
 /// One call as the model (or a person) makes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +169,7 @@ impl ToolRouter {
         &self,
         turn: &mut Turn,
         trace: &mut Trace<'_>,
-    ) -> Result<(ToolOutcome, Decision), Refusal> {
+    ) -> Result<(ActionOutcome, Decision), Refusal> {
         let (spec, call, host) = (&trace.tool.spec, trace.call, &*self.host);
         schema::validate(&spec.parameters, &call.arguments).map_err(|e| {
             Refusal::new(
@@ -378,7 +382,7 @@ impl ToolRouter {
         &self,
         turn: &mut Turn,
         trace: &mut Trace<'_>,
-        outcome: ToolOutcome,
+        outcome: ActionOutcome,
         decision: Decision,
     ) -> Result<ToolResultEnvelope, RouterError> {
         if outcome.sandbox_unavailable {

@@ -16,18 +16,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use thiserror::Error;
 
 use crate::tools::lines;
-pub use crate::tools::result_preview::{StoreReport, StoredOutput};
-pub use crate::tools::result_writer::ResultWriter;
-
-/// The scheme of stored results.
-pub const SCHEME: &str = "result://";
-/// The model sees at most this many characters of one output (head and tail together).
-pub const PREVIEW_CHARS: usize = 50_000;
-/// Every this many lines the index records where a line starts, so a page is found by a seek.
-pub(crate) const LINE_STRIDE: u64 = 1024;
+use crate::tools::results::error::{StoreError, io_err};
+use crate::tools::results::index::{LINE_STRIDE, ResultIndex};
+use crate::tools::results::preview::StoredOutput;
+use crate::tools::results::writer::{Budget, ResultWriter};
 
 const MIB: u64 = 1 << 20;
 
@@ -58,39 +52,6 @@ impl Default for StoreLimits {
     }
 }
 
-#[derive(Debug, Error)]
-pub enum StoreError {
-    #[error("result store {op} {path}: {source}")]
-    Io {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("the result store {0} lies inside the workspace; it must live in the state directory")]
-    InsideWorkspace(PathBuf),
-    #[error(
-        "result://{0} is not in the result store: it was evicted to keep the store within its \
-         budget, or it never existed"
-    )]
-    NotFound(String),
-    #[error("`{0}` is not a result id")]
-    BadId(String),
-    #[error("stored result {0} has an unreadable index")]
-    BadIndex(String),
-}
-
-pub(crate) fn io_err<'a>(
-    op: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 /// What this process knows about the store's use; shared by every clone of the store.
 #[derive(Debug, Default)]
 struct Ledger {
@@ -108,38 +69,6 @@ pub struct ResultStore {
     dir: PathBuf,
     limits: StoreLimits,
     ledger: Arc<Mutex<Ledger>>,
-}
-
-/// What is known about a stored output; written next to it as `ID.idx`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResultIndex {
-    /// The whole output as it was produced.
-    pub total_bytes: u64,
-    pub total_lines: u64,
-    /// The stored text: the whole output, or its head, a marker line and its tail.
-    pub stored_bytes: u64,
-    #[serde(default)]
-    pub stored_lines: u64,
-    /// Bytes of the output not kept (from its middle), and what was kept either side.
-    #[serde(default)]
-    pub dropped_bytes: u64,
-    #[serde(default)]
-    pub head_bytes: u64,
-    #[serde(default)]
-    pub tail_bytes: u64,
-    /// `starts[k]` is the byte offset in the stored text of line `k * LINE_STRIDE + 1`.
-    pub starts: Vec<u64>,
-}
-
-impl ResultIndex {
-    /// Lines of the stored text (an index written before the cap existed counts the output's).
-    pub fn lines_stored(&self) -> u64 {
-        if self.stored_lines == 0 && self.stored_bytes == self.total_bytes {
-            self.total_lines
-        } else {
-            self.stored_lines
-        }
-    }
 }
 
 /// One result's files on disk.
@@ -265,7 +194,13 @@ impl ResultStore {
             l.in_flight.insert(id.clone(), (0, with_index(cap)));
             cap
         };
-        Ok(ResultWriter::new(self.clone(), id, path, file, cap))
+        Ok(ResultWriter::new(
+            Box::new(self.clone()),
+            id,
+            path,
+            file,
+            cap,
+        ))
     }
 
     /// A new file of the store, private to the user.
@@ -418,6 +353,32 @@ impl ResultStore {
             }
         }
         Ok(())
+    }
+}
+
+impl Budget for ResultStore {
+    fn per_result_bytes(&self) -> u64 {
+        self.limits.per_result_bytes
+    }
+
+    fn total_bytes(&self) -> u64 {
+        self.limits.total_bytes
+    }
+
+    fn grow(&self, id: &str, want: u64) -> Result<(u64, u64, u64), StoreError> {
+        ResultStore::grow(self, id, want)
+    }
+
+    fn release(&self, id: &str) {
+        ResultStore::release(self, id);
+    }
+
+    fn create_file(&self, path: &Path) -> Result<File, StoreError> {
+        ResultStore::create_file(self, path)
+    }
+
+    fn discard(&self, id: &str) -> Result<(), StoreError> {
+        ResultStore::discard(self, id)
     }
 }
 

@@ -1,7 +1,15 @@
 //! `SpearHost`: the control plane in front of the coding core. The coding tools reach the
 //! harness only through it (workspace resolution and file operations, the target policy, the
 //! command policy, the command executor, the ResultStore and WorkingState), and it answers the
-//! host commands `spear-capability` and `spear-knowledge` itself, without any shell.
+//! host commands `spear-capability` and `spear-knowledge` itself, without any shell. Below it:
+//! `gates` (the only maker of a `GatedPath`), `files`, `command`, `knowledge`, and `web`, the
+//! session's web client. It never names a tool, a plan or the router.
+
+pub(crate) mod command;
+pub(crate) mod files;
+pub(crate) mod gates;
+pub(crate) mod knowledge;
+pub mod web;
 
 use std::fs::File;
 use std::path::Path;
@@ -16,12 +24,11 @@ use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
 };
-use crate::tools::executor::{CancelToken, CommandExecutor, CommandOutcome, OutputSink};
-use crate::tools::gates::GatedPath;
-use crate::tools::host_command::HostCommand;
-use crate::tools::knowledge;
-use crate::tools::result_store::ResultStore;
-use crate::tools::web::{WebPair, WebSettings};
+use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSink};
+use crate::tools::host::command::HostCommand;
+use crate::tools::host::gates::GatedPath;
+use crate::tools::host::web::{WebPair, WebSettings};
+use crate::tools::results::ResultStore;
 use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
 
 /// A command's changes read back for WorkingState: this many paths at most, files up to this
@@ -189,7 +196,7 @@ impl SpearHost {
         timeout: Duration,
         sink: &mut dyn OutputSink,
         cancel: &CancelToken,
-    ) -> CommandOutcome {
+    ) -> ExecOutcome {
         self.executor
             .run_cancellable(command, profile, timeout, sink, cancel)
     }
