@@ -3,7 +3,7 @@
 //! `harness`, never the reverse; the router is the only way a model's call reaches a tool.
 
 pub mod builder;
-pub mod compact;
+pub(crate) mod compact;
 pub mod context;
 pub mod event;
 pub mod model;
