@@ -15,15 +15,13 @@ use tokio::task::JoinHandle;
 use crate::agent::event::{AgentEvent, EventSink, StopReason};
 use crate::agent::model::ChatMessage;
 use crate::agent::model::ChatModel;
-use crate::agent::runtime::{AgentRuntime, EventTap, RuntimeOptions, TaskOutcome};
+use crate::agent::runtime::{AgentRuntime, RuntimeOptions, TaskOutcome};
 use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
+use crate::agent::session::standards::Standards;
 use crate::agent::task::{Switches, TaskController};
 use crate::agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use crate::harness::primitives::ExecutionMode;
-use crate::tools::exposure::{ExposureSettings, ToolExposurePolicy};
-use crate::tools::normative::{EngagedStandard, StandardsLibrary};
-use crate::tools::router::turn::Turn;
-use crate::tools::router::{ToolCall, ToolRouter};
+use crate::tools::router::ToolRouter;
 
 /// Builds the model `/model NAME` switches to (the same configuration with another model).
 pub type ModelFactory<M> = Box<dyn Fn(&str) -> Result<(Arc<M>, ModelInfo), String> + Send>;
@@ -33,12 +31,6 @@ pub type ModelFactory<M> = Box<dyn Fn(&str) -> Result<(Arc<M>, ModelInfo), Strin
 pub struct ModelInfo {
     pub provider: String,
     pub model: String,
-}
-
-/// The standards library and the engaged standard the router's normative tools share.
-pub struct Standards {
-    pub library: Arc<StandardsLibrary>,
-    pub engaged: EngagedStandard,
 }
 
 /// What a session is made of (the library's builder assembles it).
@@ -288,7 +280,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             }
             // Listing reads the library only, so it is fine during a turn.
             SessionOp::Standard(None) => {
-                self.list_standards();
+                self.say(super::standards::list(&self.parts.standards));
                 None
             }
             SessionOp::Standard(Some(_)) if running => {
@@ -296,7 +288,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 None
             }
             SessionOp::Standard(Some(arg)) => {
-                self.engage(&arg);
+                self.say(super::standards::engage(&self.parts.standards, &arg));
                 None
             }
             SessionOp::Compact if running => {
@@ -439,45 +431,13 @@ impl<M: ChatModel + 'static> SessionActor<M> {
         }))
     }
 
-    /// `!COMMAND`: the person's command as a `terminal` call through the same router, policy,
-    /// dialog and audit as the model's, on a blocking thread (commands block; approvals wait).
+    /// `!COMMAND`: the person's command, as a job (see `command::run_command`).
     fn run_command(&mut self, call_id: String, command: String) -> JoinHandle<JobEnd<M>> {
         let task = self.controller();
         let router = self.parts.router.clone();
         let sink = self.sink.clone();
         tokio::task::spawn_blocking(move || {
-            let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
-            let switches = task.switches();
-            let mut turn = Turn::new(switches.mode, view, task.approver());
-            turn.network = switches.network;
-            turn.cancel = task.cancel_token();
-            turn.output_tap = Some(Arc::new(EventTap(sink.clone())));
-            let call = ToolCall {
-                id: call_id.clone(),
-                name: "terminal".into(),
-                arguments: serde_json::json!({ "command": command }),
-            };
-            let routed = router.call(&mut turn, &call);
-            match routed {
-                Ok(env) => sink.send(AgentEvent::ToolCallFinished {
-                    call_id,
-                    envelope: Box::new(env),
-                }),
-                Err(e) => sink.send(AgentEvent::Error {
-                    message: format!("the command could not be recorded: {e}"),
-                }),
-            }
-            let reason = if task.is_cancelled() {
-                StopReason::Cancelled
-            } else {
-                StopReason::Finished
-            };
-            task.end();
-            sink.send(AgentEvent::Done {
-                reason,
-                tool_calls: 1,
-                message: None,
-            });
+            super::command::run_command(&router, &task, &sink, call_id, command);
             JobEnd {
                 runtime: None,
                 outcome: None,
@@ -550,61 +510,6 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 self.parts.model = Some((model, info));
             }
             Err(e) => self.say(SessionEvent::Failed(format!("/model {name}: {e}"))),
-        }
-    }
-
-    /// `/standard`: the library's standards, the engaged one marked.
-    fn list_standards(&self) {
-        let lib = &self.parts.standards.library;
-        match lib.list() {
-            Ok(list) if list.is_empty() => self.say(SessionEvent::Note(
-                "the standards library is empty: `spear standard add FILE|URL` adds one".into(),
-            )),
-            Ok(list) => {
-                let current = self.parts.standards.engaged.get();
-                let names: Vec<String> = list
-                    .iter()
-                    .map(|m| {
-                        let mark = if current.as_deref() == Some(m.name.as_str()) {
-                            " (engaged)"
-                        } else {
-                            ""
-                        };
-                        format!("{}{mark}", m.name)
-                    })
-                    .collect();
-                self.say(SessionEvent::Note(format!(
-                    "standards: {}; /standard NAME engages one",
-                    names.join(", ")
-                )));
-            }
-            Err(e) => self.say(SessionEvent::Failed(format!("/standard: {e}"))),
-        }
-    }
-
-    /// `/standard NAME` or `/standard off`.
-    fn engage(&self, arg: &str) {
-        let engaged = &self.parts.standards.engaged;
-        if arg == "off" {
-            engaged.set(None);
-            return self.say(SessionEvent::StandardChanged {
-                name: None,
-                note: "no standard engaged: the coding tools answer the next requests".into(),
-            });
-        }
-        match self.parts.standards.library.load(arg) {
-            Ok(s) => {
-                engaged.set(Some(arg.to_string()));
-                self.say(SessionEvent::StandardChanged {
-                    name: Some(arg.to_string()),
-                    note: format!(
-                        "{arg} engaged ({} units): each request is classified NORMATIVE, \
-                         IMPLEMENTATION or MIXED and answered with the normative tools",
-                        s.meta.units
-                    ),
-                });
-            }
-            Err(e) => self.say(SessionEvent::Failed(format!("/standard {arg}: {e}"))),
         }
     }
 }

@@ -3,9 +3,12 @@
 //! send ops and read events; none of them touches the `AgentRuntime` itself.
 
 mod actor;
+mod command;
 mod ops;
+mod standards;
 
 pub use actor::{
-    ModelFactory, ModelInfo, SessionActor, SessionHandle, SessionParts, SessionStreams, Standards,
+    ModelFactory, ModelInfo, SessionActor, SessionHandle, SessionParts, SessionStreams,
 };
 pub use ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
+pub use standards::Standards;
