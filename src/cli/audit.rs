@@ -170,7 +170,10 @@ fn human(r: &AuditRecord, colour: bool) -> String {
         let code = match r.decision {
             Decision::Allowed | Decision::Approved => "32",
             Decision::Denied | Decision::Refused => "31",
-            Decision::Cancelled | Decision::RepeatedRefusalStopped | Decision::Recovered => "33",
+            Decision::Cancelled
+            | Decision::RepeatedRefusalStopped
+            | Decision::Recovered
+            | Decision::AnswerRefused => "33",
         };
         format!("\x1b[{code}m{label}\x1b[0m")
     } else {

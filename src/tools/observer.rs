@@ -68,6 +68,11 @@ pub trait ToolObserver: Send + Sync {
     fn after(&self, _call: &CallEnd<'_>) -> Result<(), ObserverError> {
         Ok(())
     }
+    /// An answer named approval request `request` (shown as its number), which was not
+    /// pending: it decided nothing.
+    fn answer_refused(&self, _request: &str) -> Result<(), ObserverError> {
+        Ok(())
+    }
 }
 
 /// Writes an `AuditEvent` for every mutating attempt and every refusal.
@@ -121,6 +126,16 @@ impl ToolObserver for AuditObserver {
         if refused || mutating || call.is_command {
             self.logger.append(&self.event(call))?;
         }
+        Ok(())
+    }
+
+    fn answer_refused(&self, request: &str) -> Result<(), ObserverError> {
+        // Metadata only: which request the answer named, as the rule it broke.
+        self.logger.append(&AuditEvent {
+            target: AuditTarget::None,
+            refusal_rule: Some(format!("not_pending:{request}")),
+            ..AuditEvent::new(self.session.clone(), "approval", Decision::AnswerRefused)
+        })?;
         Ok(())
     }
 }

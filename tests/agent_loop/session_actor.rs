@@ -11,6 +11,7 @@ use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::session::{
     AppliesFrom, Change, OpKind, SessionEvent, SessionHandle, SessionOp, SessionStreams,
 };
+use spear::harness::audit::Decision;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::approval::ApprovalId;
@@ -411,6 +412,26 @@ async fn a_pending_approval_is_never_answered_by_a_mode_change() {
             other => panic!("{other:?}"),
         }
     }
+    // Both refused answers are on record, each naming the request it named; neither decided.
+    let refused: Vec<_> = f
+        .audit()
+        .into_iter()
+        .filter(|r| r.decision == Decision::AnswerRefused)
+        .collect();
+    let rules: Vec<String> = refused
+        .iter()
+        .map(|r| r.refusal_rule.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        rules,
+        vec![format!("not_pending:{other}"), format!("not_pending:{w1}")],
+        "{refused:?}"
+    );
+    assert!(refused.iter().all(|r| r.tool == "approval"));
+    // The stale answer was also said on the agent stream.
+    assert!(live.agent.iter().any(
+        |e| matches!(e, AgentEvent::ApprovalAnswerRefused { request_id, .. } if *request_id == other)
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,7 +20,9 @@ use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, Sess
 use crate::agent::session::standards::Standards;
 use crate::agent::task::{Switches, TaskController};
 use crate::agent::transcript::{LoadedSession, SessionStore, SessionWriter};
+use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::approval::ApprovalId;
 use crate::tools::router::ToolRouter;
 
 /// Builds the model `/model NAME` switches to (the same configuration with another model).
@@ -235,24 +237,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 request_id,
                 decision,
             } => {
-                // A refused answer is also reported on the agent stream by the task itself.
-                match &self.task {
-                    Some(t) => {
-                        if let Err(e) = t.answer(request_id, decision) {
-                            self.refuse(OpKind::Answer, e.to_string());
-                        }
-                    }
-                    None => {
-                        let reason = format!(
-                            "approval request {request_id} is not pending: no turn is running"
-                        );
-                        self.sink.send(AgentEvent::ApprovalAnswerRefused {
-                            request_id,
-                            reason: reason.clone(),
-                        });
-                        self.refuse(OpKind::Answer, reason);
-                    }
-                }
+                self.answer(request_id, decision);
                 None
             }
             SessionOp::Cancel => {
@@ -339,6 +324,31 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             // Handled by the loop before it gets here.
             SessionOp::Quit => None,
         }
+    }
+
+    /// Deliver an answer to the running job's pending approval. One for a request that is not
+    /// pending decides nothing: it is refused, said on both streams, and kept in the audit log.
+    fn answer(&mut self, request_id: ApprovalId, decision: ApprovalDecision) {
+        let refused = match &self.task {
+            // The task reports its own refusal on the agent stream.
+            Some(t) => t.answer(request_id, decision).err().map(|e| e.to_string()),
+            None => {
+                let reason =
+                    format!("approval request {request_id} is not pending: no turn is running");
+                self.sink.send(AgentEvent::ApprovalAnswerRefused {
+                    request_id,
+                    reason: reason.clone(),
+                });
+                Some(reason)
+            }
+        };
+        let Some(reason) = refused else { return };
+        if let Err(e) = self.parts.router.record_answer_refused(request_id) {
+            self.say(SessionEvent::Failed(format!(
+                "the refused answer could not be recorded in the audit log: {e}"
+            )));
+        }
+        self.refuse(OpKind::Answer, reason);
     }
 
     /// Take a mode or network change: always for the next turn, and for the running turn's next

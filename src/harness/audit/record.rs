@@ -28,6 +28,9 @@ pub enum Decision {
     RepeatedRefusalStopped,
     /// Written by the logger itself: an incomplete line left by a killed writer was set aside.
     Recovered,
+    /// An answer named an approval request that was not pending (answered already, cancelled,
+    /// never asked): it decided nothing, and is kept so a late or forged answer is on record.
+    AnswerRefused,
 }
 
 impl Decision {
@@ -41,6 +44,7 @@ impl Decision {
             Decision::Refused => "refused",
             Decision::RepeatedRefusalStopped => "stopped",
             Decision::Recovered => "recovered",
+            Decision::AnswerRefused => "answer refused",
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::harness::command_policy::{
     ApprovalDecision, AuthorizationResult, CommandAssessment, CommandClass, ExecutionProfile,
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::approval::{CallAsk, SessionGrants};
+use crate::tools::approval::{ApprovalId, CallAsk, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::host::SpearHost;
@@ -85,6 +85,16 @@ impl ToolRouter {
             refusal_limit: DEFAULT_REFUSAL_REPEATS,
             grants: SessionGrants::default(),
         }
+    }
+
+    /// Record that an answer named approval request `request`, which was not pending. `Err`
+    /// only when the audit log broke.
+    pub fn record_answer_refused(&self, request: ApprovalId) -> Result<(), RouterError> {
+        let id = request.to_string();
+        for o in &self.observers {
+            o.answer_refused(&id)?;
+        }
+        Ok(())
     }
 
     /// The session's "allow for session" grants.
