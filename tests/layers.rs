@@ -233,10 +233,6 @@ const ROUTER_BY_HAND: &[(&str, &str)] = &[
         "the normative tools over a library the test fills, with a recording executor",
     ),
     (
-        "tests/web/support.rs",
-        "the web pair with an executor that refuses every command (the web runs in-process)",
-    ),
-    (
         "tests/agent_loop/support.rs",
         "loop tests that count what was executed with a recording executor",
     ),

@@ -77,7 +77,6 @@ fn fetch_url_runs_from_the_terminal_in_safe_without_a_shell() {
         env.reason,
         env.stdout
     );
-    assert!(!env.stdout.contains("reached the shell"));
     assert!(env.stdout.contains("pages 13-24 of 30") && env.stdout.contains("marker-13\n"));
     assert_eq!(next_pages(&env.stdout).as_deref(), Some("25-30"));
     assert_eq!(s.hits("/doc.pdf"), 1);
@@ -147,7 +146,6 @@ fn shell_syntax_around_the_host_command_and_bad_arguments_are_refused() {
     ] {
         let env = terminal(&p, true, ExecutionMode::Auto, &cmd);
         assert_eq!(env.status, ToolStatus::Denied, "{cmd}: {}", env.stdout);
-        assert!(!env.stdout.contains("reached the shell"), "{cmd}");
     }
     assert_eq!(s.hits("/doc.pdf"), 0);
 }

@@ -1,30 +1,22 @@
-//! A project, a state directory and a router over the coding tools and the web pair, as the
-//! binary wires them, with the web settings a test chooses.
+//! A project, a state directory and the router the binary builds (the library's builder, the
+//! real sandbox), with the web settings a test chooses.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use spear::harness::audit::{AuditLogger, AuditRecord};
-use spear::harness::command_policy::{
-    Approver, CommandPolicy, ExecutionProfile, NoApprover, PolicyConfig,
-};
-use spear::harness::primitives::{ExecutionMode, ToolResult};
-use spear::harness::target_policy::TargetPolicy;
+use spear::agent::builder::{Place, SessionBuilder};
+use spear::config::HarnessSettings;
+use spear::harness::audit::AuditRecord;
+use spear::harness::command_policy::{Approver, NoApprover};
+use spear::harness::primitives::ExecutionMode;
 use spear::harness::workspace::Workspace;
-use spear::tools::coding;
 use spear::tools::envelope::ToolResultEnvelope;
-use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
 use spear::tools::host::web::{AddressPolicy, WebSettings};
-use spear::tools::host::{HostConfig, SpearHost};
-use spear::tools::observer::AuditObserver;
-use spear::tools::registry::ToolRegistry;
-use spear::tools::results::{ResultStore, StoreLimits};
 use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
-use spear::tools::web;
 
 pub struct Project {
     _dir: tempfile::TempDir,
@@ -47,23 +39,6 @@ pub fn loopback_only() -> WebSettings {
     s
 }
 
-/// Runs nothing: the web pair never needs the sandbox's shell.
-pub struct NoShell;
-
-impl CommandExecutor for NoShell {
-    fn run(
-        &self,
-        command: &str,
-        _profile: &ExecutionProfile,
-        _timeout: Duration,
-        _sink: &mut dyn OutputSink,
-    ) -> ExecOutcome {
-        ExecOutcome::ran(ToolResult::failed(format!(
-            "test executor: `{command}` reached the shell"
-        )))
-    }
-}
-
 impl Project {
     pub fn new() -> Project {
         let dir = tempfile::tempdir().unwrap();
@@ -79,29 +54,22 @@ impl Project {
         }
     }
 
+    /// The router as every front end builds it (the library's builder, the real sandbox), with
+    /// the web switched as `web_enabled` says and `settings` for the pair.
     pub fn router(&self, web_enabled: bool, settings: WebSettings) -> ToolRouter {
-        let host = SpearHost::new(
+        let place = Place::of(
             Workspace::new(&self.project).unwrap(),
-            TargetPolicy::default(),
-            CommandPolicy::new(PolicyConfig {
-                workspace_root: Some(self.project.clone()),
-                ..PolicyConfig::default()
-            }),
-            Box::new(NoShell),
-            ResultStore::open_in(&self.state, &self.project, StoreLimits::default()).unwrap(),
-            HostConfig {
-                session: "web-test".into(),
-                web_enabled,
-                web: settings,
-                ..HostConfig::default()
-            },
+            self.project.clone(),
+            self.state.clone(),
         );
-        let mut registry = ToolRegistry::new();
-        coding::register(&mut registry).unwrap();
-        web::register(&mut registry).unwrap();
-        let audit = Arc::new(AuditLogger::open_in(&self.state, &self.project).unwrap());
-        ToolRouter::new(registry, Arc::new(host))
-            .with_observer(Arc::new(AuditObserver::new(audit, "web-test")))
+        let harness = HarnessSettings {
+            web_enabled,
+            web: settings,
+            ..HarnessSettings::default()
+        };
+        SessionBuilder::new(place, harness, "web-test")
+            .router()
+            .unwrap()
     }
 
     pub fn audit(&self) -> Vec<AuditRecord> {
