@@ -229,10 +229,6 @@ const ROUTER_BY_HAND: &[(&str, &str)] = &[
         "registers a tool that forgets to name its writes, which no shipped registry holds",
     ),
     (
-        "tests/tools/standards.rs",
-        "the normative tools over a library the test fills, with a recording executor",
-    ),
-    (
         "tests/agent_loop/support.rs",
         "loop tests that count what was executed with a recording executor",
     ),

@@ -5,18 +5,19 @@
 use std::sync::Arc;
 
 use serde_json::json;
+use spear::agent::builder::{Place, SessionBuilder};
+use spear::config::HarnessSettings;
+use spear::harness::workspace::Workspace;
 use spear::harness::command_policy::NoApprover;
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::exposure::{ExposureSettings, ToolExposurePolicy};
-use spear::tools::host::HostConfig;
 use spear::tools::normative::extract::SourceKind;
 use spear::tools::normative::library::AddOutcome;
-use spear::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
-use spear::tools::registry::ToolRegistry;
+use spear::tools::normative::{EngagedStandard, StandardError, StandardsLibrary};
 use spear::tools::router::turn::Turn;
 use spear::tools::router::{ToolCall, ToolRouter};
 
-use super::support::{Fixture, Recorder};
+use super::support::Fixture;
 
 pub const FIRE_CODE_MD: &str = "# Fire Code\n\nIntroductory remarks.\n\n## 1 Scope\nThis code \
 applies to doors in public buildings.\n\n## 4 Doors\n\n### 4.2 Fire doors\nFire doors shall \
@@ -36,12 +37,17 @@ impl Lib {
         let fx = Fixture::new();
         let library = Arc::new(StandardsLibrary::open_in(&fx.state).unwrap());
         let engaged = EngagedStandard::default();
-        let mut registry = ToolRegistry::new();
-        spear::tools::coding::register(&mut registry).unwrap();
-        normative::register(&mut registry, library.clone(), engaged.clone()).unwrap();
-        spear::tools::web::register(&mut registry).unwrap();
-        let host = fx.host(Box::new(Recorder::default()), HostConfig::default());
-        let router = ToolRouter::new(registry, Arc::new(host));
+        // The router the binary builds (the library's builder, the real sandbox); the test
+        // fills the library on disk through its own handle, as `spear standard add` does.
+        let place = Place::of(
+            Workspace::new(&fx.project).unwrap(),
+            fx.project.clone(),
+            fx.state.clone(),
+        );
+        let router = SessionBuilder::new(place, HarnessSettings::default(), "test")
+            .engaged(engaged.clone())
+            .router()
+            .unwrap();
         Lib {
             fx,
             library,
