@@ -230,7 +230,8 @@ const ROUTER_BY_HAND: &[(&str, &str)] = &[
     ),
     (
         "tests/agent_loop/support.rs",
-        "loop tests that count what was executed with a recording executor",
+        "recording_router only: the few loop tests that count what ran, simulate a missing \
+         sandbox, or hand the loop a dangerous string that must never reach a shell",
     ),
     (
         "benches/agent_loop.rs",

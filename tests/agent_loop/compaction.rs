@@ -49,7 +49,7 @@ async fn over_the_window_old_outputs_become_references_that_read_back_whole() {
     // Measure the requests without a window, then set one between the second and the third:
     // the big output fits while it is the latest, and must go once the medium one comes.
     let dry = script();
-    let mut rt = f.runtime(dry.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(dry.clone());
     run(&mut rt, "read both", ExecutionMode::Safe).await;
     let sizes: Vec<u64> = dry
         .requests()
@@ -61,7 +61,7 @@ async fn over_the_window_old_outputs_become_references_that_read_back_whole() {
     let mut opts = f.options();
     opts.response_max_tokens = 500;
     opts.context_window = Some((sizes[1] + sizes[2]) / 2 + 500);
-    let mut rt = AgentRuntime::new(model.clone(), f.router(Box::new(Recorder::default())), opts);
+    let mut rt = AgentRuntime::new(model.clone(), f.router(), opts);
     let (outcome, events) = run(&mut rt, "read both", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     assert_eq!(compactions(&events), ["tool_outputs"]);
@@ -91,7 +91,7 @@ async fn over_the_window_old_outputs_become_references_that_read_back_whole() {
         .trim_end_matches([';', ','])
         .to_string();
     // The reference reads back the whole output through the same tool.
-    let router = f.router(Box::new(Recorder::default()));
+    let router = f.router();
     let view =
         spear::tools::exposure::ToolExposurePolicy::view(router.registry(), &Default::default());
     let mut turn = spear::tools::router::turn::Turn::new(
@@ -125,7 +125,7 @@ async fn when_references_are_not_enough_the_earlier_conversation_is_summarised()
     let mut opts = f.options();
     opts.context_window = Some(4000);
     opts.response_max_tokens = 500;
-    let mut rt = AgentRuntime::new(model.clone(), f.router(Box::new(Recorder::default())), opts);
+    let mut rt = AgentRuntime::new(model.clone(), f.router(), opts);
     let (first, _) = run(&mut rt, "Please refactor the parser.", ExecutionMode::Safe).await;
     assert_eq!(first.reason, StopReason::Finished);
     let (second, events) = run(&mut rt, "and now the lexer", ExecutionMode::Safe).await;
@@ -153,7 +153,7 @@ async fn compact_on_demand_shortens_even_under_the_window() {
         text("An answer."),
         text("SUMMARY: one question, one answer."),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     run(&mut rt, "a question", ExecutionMode::Safe).await;
     run_compact(&mut rt).await;
     assert_eq!(rt.conversation().len(), 1);
@@ -186,7 +186,7 @@ async fn a_server_that_says_the_context_overflowed_gets_one_shortened_retry() {
         text("The data has 300 rows."),
     ]);
     // No window configured: only the server's error says it overflowed.
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "how many rows?", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Finished, "{events:?}");
     assert_eq!(compactions(&events), ["tool_outputs", "summary"]);
@@ -204,7 +204,7 @@ async fn a_server_that_says_the_context_overflowed_gets_one_shortened_retry() {
     ));
     // A different error is not retried.
     let model = ScriptedModel::new(vec![Step::Fail("HTTP 500: internal error".into())]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, _) = run(&mut rt, "again", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Error);
     assert_eq!(model.requests().len(), 1);

@@ -13,7 +13,7 @@ async fn system_prompt(f: &Fixture, cwd: &str, mode: ExecutionMode) -> (String, 
     let model = ScriptedModel::new(vec![text("ok")]);
     let mut opts = f.options();
     opts.cwd = f.project.join(cwd);
-    let mut rt = AgentRuntime::new(model.clone(), f.router(Box::new(Recorder::default())), opts);
+    let mut rt = AgentRuntime::new(model.clone(), f.router(), opts);
     run(&mut rt, "hi", mode).await;
     let notes = rt.system_prompt().unwrap().notes.clone();
     match &model.requests()[0].messages[0] {

@@ -54,7 +54,7 @@ async fn in_safe_a_patch_is_denied_and_the_model_is_told_why() {
         ]),
         text("I cannot patch in SAFE mode; here is the change I would make."),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "fix main", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let envs = envelopes(&events);
@@ -87,7 +87,7 @@ async fn a_dangerous_command_is_refused_in_auto_reported_and_never_run() {
         ]),
         text("That command was refused."),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(rec.clone()));
+    let mut rt = f.recording_runtime(model.clone(), Box::new(rec.clone()));
     let (outcome, events) = run(&mut rt, "clean up", ExecutionMode::Auto).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let envs = envelopes(&events);
@@ -133,7 +133,7 @@ async fn the_same_refusal_asked_for_again_and_again_stops_the_request() {
         .collect();
     steps.push(text("never reached"));
     let model = ScriptedModel::new(steps);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "write notes", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::RepeatedRefusal);
     assert_eq!(outcome.tool_calls, 5);
@@ -182,7 +182,7 @@ async fn once_the_sandbox_is_down_later_writes_in_the_request_are_declined() {
         )]),
         text("The sandbox is down."),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(NoSandbox));
+    let mut rt = f.recording_runtime(model.clone(), Box::new(NoSandbox));
     let (outcome, events) = run(&mut rt, "build and fix", ExecutionMode::Auto).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let envs = envelopes(&events);

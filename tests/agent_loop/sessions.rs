@@ -32,9 +32,7 @@ async fn the_transcript_is_written_as_the_task_goes_and_resumes() {
         text("Wrote a.txt."),
         text("Second request answered."),
     ]);
-    let mut rt = f
-        .runtime(model.clone(), Box::new(Recorder::default()))
-        .with_session(writer);
+    let mut rt = f.runtime(model.clone()).with_session(writer);
     let (task, mut rx) = task(ExecutionMode::Ask);
     let watcher = async {
         let mut on_disk_while_waiting = Vec::new();
@@ -78,7 +76,7 @@ async fn the_transcript_is_written_as_the_task_goes_and_resumes() {
     let (loaded, writer) = store.resume(&id).unwrap();
     assert_eq!(loaded.messages, rt.conversation());
     let mut again = f
-        .runtime(model.clone(), Box::new(Recorder::default()))
+        .runtime(model.clone())
         .with_conversation(loaded.messages)
         .with_session(writer);
     let (outcome, _) = run(&mut again, "and now?", ExecutionMode::Ask).await;

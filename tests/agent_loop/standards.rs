@@ -14,10 +14,10 @@ use spear::harness::primitives::ExecutionMode;
 use spear::tools::coding::CODING_TOOLS;
 use spear::tools::exposure::{Pass, RequestClass};
 use spear::tools::normative::extract::SourceKind;
-use spear::tools::normative::{self, EngagedStandard, LOOKUP_TOOLS, StandardsLibrary};
+use spear::tools::normative::{EngagedStandard, LOOKUP_TOOLS, StandardsLibrary};
 use spear::tools::spec::wire_name;
 
-use super::support::{Fixture, Recorder, ScriptedModel, Step, calls, run, text};
+use super::support::{Fixture, ScriptedModel, Step, calls, run, text};
 
 const FIRE_CODE: &str = "# Fire Code\n\n## 4.2 Fire doors\nFire doors shall close by themselves \
 within 30 seconds.\n\n## 4.3 Exit doors\nExit doors shall open outwards without a key.\n";
@@ -38,10 +38,8 @@ fn engaged_runtime(
         .unwrap();
     let engaged = EngagedStandard::default();
     engaged.set(Some("fire-code".into()));
-    let shared = engaged.clone();
-    let router = f.router_with(Box::new(Recorder::default()), move |r| {
-        normative::register(r, library, shared).unwrap();
-    });
+    drop(library);
+    let router = f.router_engaged(engaged.clone());
     spear::agent::runtime::AgentRuntime::new(model, router, f.options()).with_standards(engaged)
 }
 

@@ -23,6 +23,7 @@ use spear::harness::workspace::Workspace;
 use spear::tools::coding;
 use spear::tools::executor::{CommandExecutor, ExecOutcome, OutputSink, OutputStream};
 use spear::tools::host::{HostConfig, SpearHost};
+use spear::tools::normative::EngagedStandard;
 use spear::tools::observer::AuditObserver;
 use spear::tools::registry::ToolRegistry;
 use spear::tools::results::{ResultStore, StoreLimits};
@@ -206,16 +207,35 @@ impl Fixture {
         std::fs::read_to_string(self.project.join(rel)).unwrap()
     }
 
-    pub fn router(&self, executor: Box<dyn CommandExecutor>) -> Arc<ToolRouter> {
-        self.router_with(executor, |_| {})
+    /// The router the binary builds: the library's builder, the real sandbox, the audit log in
+    /// the state directory, with `engaged` shared by the normative tools.
+    pub fn router_engaged(&self, engaged: EngagedStandard) -> Arc<ToolRouter> {
+        let place = spear::agent::builder::Place::of(
+            Workspace::new(&self.project).unwrap(),
+            self.project.clone(),
+            self.state.clone(),
+        );
+        Arc::new(
+            spear::agent::builder::SessionBuilder::new(
+                place,
+                spear::config::HarnessSettings::default(),
+                "test",
+            )
+            .engaged(engaged)
+            .router()
+            .unwrap(),
+        )
     }
 
-    /// The router over the six coding tools and whatever `more` registers.
-    pub fn router_with(
-        &self,
-        executor: Box<dyn CommandExecutor>,
-        more: impl FnOnce(&mut ToolRegistry),
-    ) -> Arc<ToolRouter> {
+    /// The router the binary builds (see `router_engaged`), with no standard engaged.
+    pub fn router(&self) -> Arc<ToolRouter> {
+        self.router_engaged(EngagedStandard::default())
+    }
+
+    /// A router whose commands go to `executor` instead of the sandbox, for the few tests that
+    /// must count what ran or must never run what they hand the loop (a dangerous string kept
+    /// as data). Everything else builds through `router`.
+    pub fn recording_router(&self, executor: Box<dyn CommandExecutor>) -> Arc<ToolRouter> {
         let host = SpearHost::new(
             Workspace::new(&self.project).unwrap(),
             TargetPolicy::default(),
@@ -229,7 +249,6 @@ impl Fixture {
         );
         let mut registry = ToolRegistry::new();
         coding::register(&mut registry).unwrap();
-        more(&mut registry);
         let audit = Arc::new(AuditLogger::open_in(&self.state, &self.project).unwrap());
         Arc::new(
             ToolRouter::new(registry, Arc::new(host))
@@ -247,12 +266,18 @@ impl Fixture {
         }
     }
 
-    pub fn runtime(
+    /// A runtime over the router the binary builds.
+    pub fn runtime(&self, model: Arc<ScriptedModel>) -> AgentRuntime<ScriptedModel> {
+        AgentRuntime::new(model, self.router(), self.options())
+    }
+
+    /// A runtime whose commands go to `executor` (see `recording_router`).
+    pub fn recording_runtime(
         &self,
         model: Arc<ScriptedModel>,
         executor: Box<dyn CommandExecutor>,
     ) -> AgentRuntime<ScriptedModel> {
-        AgentRuntime::new(model, self.router(executor), self.options())
+        AgentRuntime::new(model, self.recording_router(executor), self.options())
     }
 
     pub fn audit(&self) -> Vec<AuditRecord> {

@@ -8,10 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::task::AnswerError;
 use spear::harness::command_policy::ApprovalDecision;
-use spear::harness::command_runner::{CommandRunner, RunnerConfig};
 use spear::harness::primitives::{ExecutionMode, ToolStatus};
 use spear::tools::approval::ApprovalId;
-use spear::tools::executor::runner::RunnerExecutor;
 
 use crate::support::*;
 
@@ -83,7 +81,7 @@ async fn approvals_are_asked_by_call_id_and_answered_yes_or_no() {
         ]),
         text("One written, one declined."),
     ]);
-    let mut rt = f.runtime(model, Box::new(Recorder::default()));
+    let mut rt = f.runtime(model);
     let (task, mut rx) = task(ExecutionMode::Ask);
     let answers = vec![
         Some(ApprovalDecision::Approve),
@@ -131,7 +129,7 @@ async fn a_cancel_while_an_approval_is_pending_cancels_it_and_the_task() {
         ]),
         text("never asked"),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (task, mut rx) = task(ExecutionMode::Ask);
     let (outcome, events) = tokio::join!(
         rt.run_task("write", &task),
@@ -154,7 +152,7 @@ async fn cancelling_mid_stream_drops_the_models_stream() {
         text: "Let me think".into(),
         dropped: dropped.clone(),
     }]);
-    let mut rt = f.runtime(model, Box::new(Recorder::default()));
+    let mut rt = f.runtime(model);
     let (task, mut rx) = task(ExecutionMode::Auto);
     let watcher = async {
         let mut seen = Vec::new();
@@ -203,10 +201,6 @@ fn processes_running(argv: &[&str]) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_mid_command_kills_the_sandboxed_command() {
     let f = Fixture::new();
-    let runner = CommandRunner::new(RunnerConfig::for_workspace(&f.project)).expect(
-        "the sandbox runner cannot be built: install bubblewrap (apt-get install bubblewrap)",
-    );
-    let executor = RunnerExecutor::new(runner).unwrap();
     // A number no other process on the machine will have on its command line.
     let marker = format!("{}", 7_000_000 + std::process::id());
     let command = format!("echo started; exec sleep {marker}");
@@ -215,7 +209,7 @@ async fn cancelling_mid_command_kills_the_sandboxed_command() {
         calls(&[("slow", "terminal", args.as_str())]),
         text("never asked"),
     ]);
-    let mut rt = f.runtime(model, Box::new(executor));
+    let mut rt = f.runtime(model);
     let (task, mut rx) = task(ExecutionMode::Auto);
     let watcher = async {
         let mut seen = Vec::new();

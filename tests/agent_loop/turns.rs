@@ -12,7 +12,7 @@ use crate::support::*;
 async fn a_text_answer_streams_and_ends_the_task() {
     let f = Fixture::new();
     let model = ScriptedModel::new(vec![text("Hello there, all done.")]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "say hello", ExecutionMode::Ask).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let streamed: String = events
@@ -76,7 +76,7 @@ async fn tool_calls_run_in_order_and_each_answer_carries_its_calls_id() {
         ]),
         text("Read, ran and searched."),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(rec.clone()));
+    let mut rt = f.recording_runtime(model.clone(), Box::new(rec.clone()));
     let (outcome, events) = run(&mut rt, "look around", ExecutionMode::Auto).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     assert_eq!(outcome.tool_calls, 3);
@@ -143,7 +143,7 @@ async fn malformed_arguments_are_answered_invalid_and_the_loop_goes_on() {
         text("I will fix my call."),
     ]);
     f.write("a.txt", "content of a\n");
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "read a", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let finished: Vec<_> = events
@@ -196,7 +196,7 @@ async fn the_tool_call_limit_ends_the_request_and_answers_every_call() {
     opts.max_tool_calls = 2;
     let mut rt2 = spear::agent::runtime::AgentRuntime::new(
         model.clone(),
-        f.router(Box::new(rec.clone())),
+        f.recording_router(Box::new(rec.clone())),
         opts,
     );
     let (outcome, events) = run(&mut rt2, "list", ExecutionMode::Auto).await;
@@ -236,7 +236,7 @@ async fn a_response_cut_at_the_token_cap_is_reported_to_person_and_model() {
         ),
         cut("Here is the start of a long answ", Vec::new()),
     ]);
-    let mut rt = f.runtime(model.clone(), Box::new(Recorder::default()));
+    let mut rt = f.runtime(model.clone());
     let (outcome, events) = run(&mut rt, "write a big file", ExecutionMode::Auto).await;
     assert_eq!(outcome.reason, StopReason::Finished);
     let truncated = events
@@ -284,7 +284,7 @@ async fn a_model_error_ends_the_task_with_its_message() {
             "401 Unauthorized from http://127.0.0.1:9/v1 (model m): check the API key".into(),
         ),
     ]);
-    let mut rt = f.runtime(model, Box::new(Recorder::default()));
+    let mut rt = f.runtime(model);
     let (outcome, events) = run(&mut rt, "read", ExecutionMode::Safe).await;
     assert_eq!(outcome.reason, StopReason::Error);
     assert_eq!(outcome.tool_calls, 1);
