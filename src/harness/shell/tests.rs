@@ -116,6 +116,16 @@ fn arithmetic_on_variables_and_errors_are_reported() {
 }
 
 #[test]
+fn background_jobs_are_reported_and_other_ampersands_are_not() {
+    for src in ["sleep 1 &", "a & b", "{ a & }", "echo $(sleep 1 &)", "a &\nb"] {
+        assert!(parse(src).background, "{src}");
+    }
+    for src in ["a && b", "a &> f", "a >&2", "a |& b", "echo 'a & b'", "echo \"&\"", "echo a\\&b"] {
+        assert!(!parse(src).background, "{src}");
+    }
+}
+
+#[test]
 fn deep_nesting_is_reported_not_overflowed() {
     let src = "$(".repeat(5000) + "ls" + &")".repeat(5000);
     let f = parse(&src);
