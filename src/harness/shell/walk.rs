@@ -344,6 +344,11 @@ impl<'a> Walker<'a> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(inner.len());
         let (name, rest) = inner.split_at(name_len);
+        // `${@:x}`, `${*:x:y}`: the special parameters take offsets too.
+        let rest = match (name.is_empty(), rest.strip_prefix(['@', '*'])) {
+            (true, Some(after)) => after,
+            _ => rest,
+        };
         if substring_offsets_evaluate(rest) {
             self.facts.arithmetic_on_variables = true;
         }
