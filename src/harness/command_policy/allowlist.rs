@@ -13,8 +13,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::options::{self, OptionSyntax, Parsed};
-use super::scripts;
-use super::tables;
+use super::{env_names, scripts};
 use crate::harness::shell::{Word, plain_variable_name};
 
 /// The source of truth, for the test that holds the JSON equal to it and for the generator.
@@ -75,7 +74,7 @@ pub struct Entry {
     pub operands_require: Vec<String>,
     /// Every operand must match this regex.
     pub operand_pattern: Option<String>,
-    /// A script check by name: `sed`, `awk`, `test` or `getopts`.
+    /// A script check by name: `sed`, `awk`, `test`, `getopts` or `read`.
     pub check: Option<String>,
     /// The read-only use needs the network.
     pub network: bool,
@@ -352,7 +351,7 @@ fn run_check(check: &str, name: &str, args: &[Word], parsed: &Parsed) -> Result<
         "test" => test_operands(name, args),
         "getopts" => match parsed.operands.get(1) {
             Some(var)
-                if tables::safe_assignment_name(&var.value)
+                if env_names::harmless_shell_variable(&var.value)
                     && plain_variable_name(&var.value)
                     && var.is_static() =>
             {
@@ -363,6 +362,18 @@ fn run_check(check: &str, name: &str, args: &[Word], parsed: &Parsed) -> Result<
                 var.raw
             )),
             None => Err("`getopts` without a variable name".to_string()),
+        },
+        // `read NAME…` assigns each name: `read histchars` would change what bash expands.
+        "read" => match parsed
+            .operands
+            .iter()
+            .find(|v| !v.is_static() || !env_names::harmless_shell_variable(&v.value))
+        {
+            Some(var) => Err(format!(
+                "`{name}` assigns `{}`, which can change what programs run or what bash expands",
+                var.raw
+            )),
+            None => Ok(()),
         },
         "sed" => {
             let scripts: Vec<String> = sed_scripts(parsed);

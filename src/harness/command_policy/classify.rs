@@ -8,7 +8,7 @@ use super::invocations;
 use super::paths::{self, Scope};
 use super::tables::{self, base_name};
 use super::wrappers;
-use super::{PolicyConfig, scripts};
+use super::{PolicyConfig, env_names, scripts};
 use crate::harness::shell::{
     self, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
 };
@@ -152,6 +152,12 @@ impl Cx<'_> {
                 "arithmetic on a variable evaluates its value, which can run commands through array subscripts",
             );
         }
+        if f.background {
+            self.raise(
+                ShellComplex,
+                "starts a background job, which the sandbox kills when the command ends",
+            );
+        }
         for e in &f.evaluations {
             self.raise(ShellComplex, format!("{e}, which can run commands"));
         }
@@ -200,8 +206,19 @@ impl Cx<'_> {
     }
 
     fn declaration(&mut self, decl: &shell::Declaration) {
+        // `export`, and `declare -x`/`local -x`/`typeset -x`, hand the names to every program
+        // run after them.
+        let exports = decl.keyword == "export"
+            || decl.args.iter().any(|a| {
+                a.is_static() && a.value.starts_with('-') && a.value.contains('x')
+            });
         for asg in &decl.assignments {
-            self.assignment_name(&asg.name, &format!("`{}` sets", decl.keyword));
+            let verb = format!("`{}` sets", decl.keyword);
+            if exports {
+                self.env_assignment(&asg.name, &verb);
+            } else {
+                self.assignment_name(&asg.name, &verb);
+            }
         }
         // `unset 'a[$(cmd)]'`, `declare 'a[$(cmd)]=1'`: bash evaluates the subscript.
         for arg in decl.args.iter().filter(|a| a.is_static()) {
@@ -239,20 +256,40 @@ impl Cx<'_> {
                         ),
                     );
                 }
-            } else if decl.keyword == "export" || v.contains('=') {
-                self.assignment_name(
+            } else if exports {
+                self.env_assignment(
                     v.split('=').next().unwrap_or(v),
                     &format!("`{}` exports", decl.keyword),
+                );
+            } else if v.contains('=') {
+                self.assignment_name(
+                    v.split('=').next().unwrap_or(v),
+                    &format!("`{}` sets", decl.keyword),
                 );
             }
         }
     }
 
+    /// A shell variable set without exporting it (`x=1`, `local x=1`).
     pub fn assignment_name(&mut self, name: &str, verb: &str) {
-        if !tables::safe_assignment_name(name) {
+        if !env_names::harmless_shell_variable(name) {
             self.raise(
                 ShellComplex,
                 format!("{verb} `{name}`, which can change what programs run or how they behave"),
+            );
+        }
+    }
+
+    /// A variable handed to programs in their environment (`NAME=v cmd`, `env NAME=v`,
+    /// `export NAME`): harmless only when the list of harmless environment names has it.
+    pub fn env_assignment(&mut self, name: &str, verb: &str) {
+        if !env_names::harmless_env(name) {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "{verb} `{name}` in a program's environment, and only listed names are known \
+                     not to change what programs run or how they read their arguments"
+                ),
             );
         }
     }
@@ -341,7 +378,7 @@ impl Cx<'_> {
     /// One simple command from the parse: its assignments, then the command itself.
     fn simple(&mut self, cmd: &SimpleCommand) {
         for asg in &cmd.assignments {
-            self.assignment_name(&asg.name, "the command sets");
+            self.env_assignment(&asg.name, "the command sets");
         }
         for arg in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
             if arg.value.contains("/dev/tcp/") || arg.value.contains("/dev/udp/") {

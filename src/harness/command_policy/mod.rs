@@ -9,6 +9,7 @@ mod classify;
 mod commands;
 mod downloads;
 mod env_args;
+mod env_names;
 mod git;
 mod invocations;
 mod literal;

@@ -271,7 +271,7 @@ impl Cx<'_> {
     fn env(&mut self, args: &[Word]) {
         let parsed = EnvArgs::parse(args);
         for name in &parsed.assignments {
-            self.assignment_name(name, "`env` sets");
+            self.env_assignment(name, "`env` sets");
         }
         match parsed.run {
             EnvRun::Dynamic(w) => self.raise(

@@ -97,9 +97,15 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
                     i += 1;
                 }
             }
-            // `v [VERSION]` takes a word like a label: `;` ends it (`v;w out` writes `out`).
+            // A label (and `v`'s version) is read as GNU sed's `read_label` reads it: blanks
+            // before it are skipped, and it ends at whitespace or `;`, so `:a w out` is the
+            // label `a` and then a write, and `v 4.2 e id` runs `id`. Ending it at `}` too
+            // reads no less than sed does: whatever follows is still read as commands.
             'b' | 't' | 'T' | ':' | 'v' => {
-                while i < s.len() && s[i] != ';' && s[i] != '\n' && s[i] != '}' {
+                while i < s.len() && (s[i] == ' ' || s[i] == '\t') {
+                    i += 1;
+                }
+                while i < s.len() && !s[i].is_whitespace() && s[i] != ';' && s[i] != '}' {
                     i += 1;
                 }
             }
@@ -418,6 +424,17 @@ mod tests {
         assert!(sed_script("v 4.2;e id").executes);
         assert!(sed_script("v;p").print_only());
         assert!(sed_script("s/a/b").unknown.is_some());
+        // Labels and versions end at whitespace (issue 19): what follows is a command.
+        assert_eq!(sed_script(":a w out").writes, ["out"]);
+        assert_eq!(sed_script(":a\tw out").writes, ["out"]);
+        assert_eq!(sed_script("b end w out").writes, ["out"]);
+        assert_eq!(sed_script("/x/t  done W log").writes, ["log"]);
+        assert!(sed_script("v 4.2 e touch x").executes);
+        assert!(sed_script("v;e id").executes);
+        assert!(sed_script("T x e").executes);
+        assert!(sed_script(":a;N;$!ba;s/\\n/ /g;p").print_only());
+        assert!(sed_script(":top\n/x/b top\np").print_only());
+        assert!(sed_script("/a/{b skip};p;:skip").print_only());
     }
 
     #[test]

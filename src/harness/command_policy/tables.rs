@@ -536,58 +536,6 @@ pub(crate) const SYSTEM_BIN_DIRS: &[&str] = &[
     "/usr/local/sbin",
 ];
 
-/// Environment names a command may set without changing what programs run. Everything else
-/// upper-case is assumed to steer some program (PATH, LD_PRELOAD, GIT_*, PAGER, BASH_ENV, …).
-pub(crate) const SAFE_ENV: &[&str] = &[
-    "LANG",
-    "LANGUAGE",
-    "TZ",
-    "TERM",
-    "COLUMNS",
-    "LINES",
-    "NO_COLOR",
-    "CLICOLOR",
-    "CLICOLOR_FORCE",
-    "FORCE_COLOR",
-    "COLORTERM",
-    "RUST_BACKTRACE",
-    "RUST_LOG",
-    "CARGO_TERM_COLOR",
-    "PYTHONUNBUFFERED",
-    "PYTHONDONTWRITEBYTECODE",
-    "CI",
-    "DEBIAN_FRONTEND",
-    "GREP_COLOR",
-    "GREP_COLORS",
-    "LS_COLORS",
-    "TIME_STYLE",
-    "POSIXLY_CORRECT",
-    "OPTIND",
-    "OPTARG",
-    "REPLY",
-];
-
-/// Lower-case names that programs read from the environment.
-pub(crate) const UNSAFE_LOWER_ENV: &[&str] = &[
-    "http_proxy",
-    "https_proxy",
-    "ftp_proxy",
-    "all_proxy",
-    "no_proxy",
-];
-
-/// May a command set the variable `name` (before a command, alone, or with export)?
-pub(crate) fn safe_assignment_name(name: &str) -> bool {
-    let base = name.split('[').next().unwrap_or(name);
-    if base.starts_with("LC_") || SAFE_ENV.contains(&base) {
-        return true;
-    }
-    let lower = base
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    lower && !base.is_empty() && !UNSAFE_LOWER_ENV.contains(&base)
-}
-
 /// curl options whose value is a file curl writes.
 pub(crate) const CURL_OUTPUT_FILES: &[&str] = &[
     "-o",

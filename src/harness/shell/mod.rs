@@ -173,6 +173,9 @@ pub struct ShellFacts {
     /// Places where bash evaluates a value as code, described: indirection (`${!x}`), prompt
     /// expansion (`${x@P}`), a subscript `[[ -v … ]]` evaluates.
     pub evaluations: Vec<String>,
+    /// A `&` operator starts a background job somewhere (`sleep 1 &`, `a & b`): the job
+    /// outlives what a reading of its command says, and the sandbox kills it at the end.
+    pub background: bool,
     /// The source is one simple command and nothing else: the tree's root holds exactly one
     /// node, a `command`, with no error anywhere, and there was one reading only. No list
     /// operator, pipeline, `&`, `!`, comment or compound statement can stand beside it.
@@ -194,6 +197,7 @@ impl ShellFacts {
             && self.parse_errors.is_empty()
             && self.evaluations.is_empty()
             && !self.arithmetic_on_variables
+            && !self.background
             && !self.too_deep;
         match self.commands.as_slice() {
             [only]
@@ -240,6 +244,7 @@ impl ShellFacts {
         self.heredocs.extend(other.heredocs);
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
+        self.background |= other.background;
         self.evaluations.extend(other.evaluations);
         // A second reading means the first one was not the whole story.
         self.alone = false;

@@ -116,6 +116,52 @@ fn arithmetic_on_variables_and_errors_are_reported() {
 }
 
 #[test]
+fn background_jobs_are_reported_and_other_ampersands_are_not() {
+    for src in ["sleep 1 &", "a & b", "{ a & }", "echo $(sleep 1 &)", "a &\nb"] {
+        assert!(parse(src).background, "{src}");
+    }
+    for src in ["a && b", "a &> f", "a >&2", "a |& b", "echo 'a & b'", "echo \"&\"", "echo a\\&b"] {
+        assert!(!parse(src).background, "{src}");
+    }
+}
+
+#[test]
+fn offsets_and_array_keys_are_arithmetic_unless_they_are_numbers() {
+    for src in [
+        "echo ${PATH:x}",
+        "echo \"${PATH:0:n}\"",
+        "echo ${a[@]:i}",
+        "echo ${@:x}",
+        "a=([x]=1)",
+        "a=([$(id)]=1)",
+        "declare -a a=([k]=1)",
+    ] {
+        assert!(parse(src).arithmetic_on_variables, "{src}");
+    }
+    for src in [
+        "echo ${PATH:0:5}",
+        "echo ${x:-d} ${x:=d} ${x:?d} ${x:+d}",
+        "echo ${x: -3}",
+        "a=(1 2 3)",
+        "a=([0]=x [1]=y)",
+    ] {
+        assert!(!parse(src).arithmetic_on_variables, "{src}");
+    }
+}
+
+#[test]
+fn loop_variables_are_assignments() {
+    let names = |src: &str| -> Vec<String> {
+        parse(src).assignments.into_iter().map(|a| a.name).collect()
+    };
+    assert_eq!(names("for OPTIND in 1; do :; done"), ["OPTIND"]);
+    assert_eq!(names("select histchars in @; do :; done"), ["histchars"]);
+    // The grammar does not read `${PATH:$x}`; a parse error fails it closed all the same.
+    let f = parse("echo ${PATH:$x}");
+    assert!(f.arithmetic_on_variables || !f.parse_errors.is_empty());
+}
+
+#[test]
 fn deep_nesting_is_reported_not_overflowed() {
     let src = "$(".repeat(5000) + "ls" + &")".repeat(5000);
     let f = parse(&src);

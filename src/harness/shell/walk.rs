@@ -20,6 +20,7 @@ pub(super) fn walk(src: &str, tree: &Tree, depth: usize, budget: &Budget) -> She
     };
     let root = tree.root_node();
     w.node(root);
+    w.jobs_and_loops(root);
     w.facts.alone = !root.has_error()
         && root.kind() == "program"
         && root.child_count() == 1
@@ -106,6 +107,8 @@ impl<'a> Walker<'a> {
                 }
                 self.children(n);
             }
+            // `for NAME in …` and `select NAME in …` assign NAME on every turn, like `NAME=…`
+            // (`for OPTIND in 'a[$(cmd)]'` evaluates, `for histchars in @` arms history).
             "test_command" => self.test_command(n),
             "expansion" => {
                 self.expansion(n);
@@ -341,6 +344,14 @@ impl<'a> Walker<'a> {
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(inner.len());
         let (name, rest) = inner.split_at(name_len);
+        // `${@:x}`, `${*:x:y}`: the special parameters take offsets too.
+        let rest = match (name.is_empty(), rest.strip_prefix(['@', '*'])) {
+            (true, Some(after)) => after,
+            _ => rest,
+        };
+        if substring_offsets_evaluate(rest) {
+            self.facts.arithmetic_on_variables = true;
+        }
         if !name.is_empty()
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && (rest.starts_with(":=") || rest.starts_with('='))
@@ -458,6 +469,7 @@ impl<'a> Walker<'a> {
         });
     }
 
+    #[inline(never)]
     fn assignment(&mut self, n: Node) -> Assignment {
         let name_node = n.child_by_field_name("name");
         let name = name_node
@@ -480,11 +492,71 @@ impl<'a> Walker<'a> {
                 self.text(n)
             ));
         }
-        let value = n.child_by_field_name("value").map(|v| self.word(v));
+        let value_node = n.child_by_field_name("value");
+        if let Some(v) = value_node.filter(|v| v.kind() == "array") {
+            self.array_keys(v);
+        }
+        let value = value_node.map(|v| self.word(v));
         Assignment {
             name,
             value,
             raw: self.text(n).to_string(),
+        }
+    }
+
+    /// Background jobs and loop variables, found in one pass over the whole tree with a cursor
+    /// (no recursion: `dispatch`'s frame, which every level of nesting pays for, stays as it
+    /// is). A job is the `&` list terminator, an anonymous token: `&&`, `&>`, `>&` and `|&`
+    /// are tokens of their own, and a quoted `&` is string content. `for NAME in …` and
+    /// `select NAME in …` assign NAME on every turn, like `NAME=…` (`for OPTIND in
+    /// 'a[$(cmd)]'` evaluates, `for histchars in @` arms history expansion).
+    fn jobs_and_loops(&mut self, root: Node) {
+        let mut cursor = root.walk();
+        loop {
+            let n = cursor.node();
+            match n.kind() {
+                "&" if !n.is_named() => self.facts.background = true,
+                "for_statement" | "select_statement" => {
+                    if let Some(v) = n.child_by_field_name("variable") {
+                        let name = self.text(v).to_string();
+                        self.facts.assignments.push(Assignment {
+                            raw: name.clone(),
+                            name,
+                            value: None,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            loop {
+                if !cursor.goto_parent() {
+                    return;
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// `a=([KEY]=v)`: an indexed array's KEY is arithmetic, so `[x]=1` evaluates the value of
+    /// `x` (and a subscript in it runs a command). Only a number is nothing but a number; the
+    /// reading does not know whether `a` is associative, so any other key counts.
+    #[inline(never)]
+    fn array_keys(&mut self, array: Node) {
+        let mut cursor = array.walk();
+        let kids: Vec<Node> = array.children(&mut cursor).collect();
+        for k in kids {
+            let Some(key) = self.text(k).strip_prefix('[') else {
+                continue;
+            };
+            let key = key.split(']').next().unwrap_or(key);
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_digit()) {
+                self.facts.arithmetic_on_variables = true;
+            }
         }
     }
 
@@ -850,4 +922,28 @@ fn has_unescaped_newline(gap: &str) -> bool {
     bytes.iter().enumerate().any(|(i, b)| {
         *b == b'\n' && bytes[..i].iter().rev().take_while(|c| **c == b'\\').count() % 2 == 0
     })
+}
+
+/// `${x:OFFSET}` and `${x:OFFSET:LENGTH}` (after the name or `name[…]`, in `rest`) evaluate
+/// OFFSET and LENGTH as arithmetic: `${PATH:x}` evaluates the value of `x`, and a subscript in
+/// that value runs a command. Only numbers are nothing but numbers. `${x:-v}`, `${x:=v}`,
+/// `${x:?v}` and `${x:+v}` are defaults, not offsets.
+fn substring_offsets_evaluate(rest: &str) -> bool {
+    let rest = match rest.strip_prefix('[') {
+        // The subscript is walked as arithmetic on its own; what follows it is judged here.
+        Some(r) => match r.find(']') {
+            Some(end) => &r[end + 1..],
+            None => return false,
+        },
+        None => rest,
+    };
+    let Some(offsets) = rest.strip_prefix(':') else {
+        return false;
+    };
+    if offsets.starts_with(['-', '=', '?', '+']) {
+        return false;
+    }
+    !offsets
+        .chars()
+        .all(|c| c.is_ascii_digit() || c == ':' || c == ' ' || c == '-' || c == '+')
 }
