@@ -328,13 +328,25 @@ impl Cx<'_> {
             target.value.as_str()
         };
         // Only a redirection may write a sink harmlessly (`redirect_target`): a writer given one
-        // acts on the device node itself (`rm /dev/null`, `chmod 000 /dev/null`), and through
-        // `/dev/fd/N` on whatever file the descriptor holds.
-        if matches!(scope, Scope::Harmless | Scope::Descriptor(_)) {
-            if kind == WriteKind::Mentioned {
-                return;
-            }
+        // acts on the device node itself (`rm /dev/null`, `chmod 000 /dev/null`), a device
+        // write. Given `/dev/stdout` or `/dev/fd/N` it acts on the link or on whatever file the
+        // descriptor holds, which a writer's words do not tell (`tee /dev/stderr` only copies
+        // output, `rm /dev/stdout` unlinks the link): never read-only, not by itself DANGEROUS.
+        if kind == WriteKind::Mentioned && matches!(scope, Scope::Harmless | Scope::Descriptor(_)) {
+            return;
+        }
+        if scope == Scope::Harmless {
             scope = Scope::Device;
+        }
+        if let Scope::Descriptor(fd) = scope {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "{who} writes `{shown}` by name: the file behind descriptor {fd}, or the link itself"
+                ),
+            );
+            self.a.add_write(shown);
+            return;
         }
         match scope {
             Scope::NetworkDevice => return self.network_device(target),
