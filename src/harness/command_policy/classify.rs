@@ -4,6 +4,7 @@
 //! feeding one). Each finding can only raise the class.
 
 use super::assessment::{CommandAssessment, CommandClass};
+use super::descriptors::{self, Behind};
 use super::invocations;
 use super::paths::{self, Scope};
 use super::tables::{self, base_name};
@@ -191,16 +192,46 @@ impl Cx<'_> {
         let redirects: Vec<_> = f.all_redirects().collect();
         for r in redirects {
             let Some(target) = &r.target else { continue };
+            self.watchdog(target);
             if paths::scope(target, None) == Scope::NetworkDevice {
                 self.network_device(target);
                 continue;
             }
             if r.kind.writes() {
-                self.write_target(
-                    target,
-                    &format!("the redirection `{}`", r.kind.operator()),
-                    WriteKind::Plain,
+                self.redirect_target(target, &format!("the redirection `{}`", r.kind.operator()));
+            }
+        }
+    }
+
+    /// A redirection writes `target`: a discard device is no write; `/dev/fd/N`, `/dev/stdout`
+    /// and the like write the file descriptor N holds (taken from the whole line's
+    /// redirections); everything else is judged as any written path.
+    fn redirect_target(&mut self, target: &Word, who: &str) {
+        let root = self.config.workspace_root.as_deref();
+        let fd = match paths::scope(target, root) {
+            Scope::Harmless => return,
+            Scope::Descriptor(fd) => fd,
+            _ => return self.write_target(target, who, WriteKind::Plain),
+        };
+        let f = self.facts;
+        let redirects: Vec<_> = f.all_redirects().collect();
+        match descriptors::behind(fd, &redirects, self.depth > 0) {
+            Behind::Stream => {}
+            Behind::Files(files) => {
+                let who = format!("{who} (reopening descriptor {fd} on `{}`)", target.value);
+                for file in &files {
+                    self.write_target(file, &who, WriteKind::Plain);
+                }
+            }
+            Behind::Unknown => {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "{who} writes `{}`, the file behind descriptor {fd}, which the command line does not show",
+                        target.value
+                    ),
                 );
+                self.a.add_write(&target.value);
             }
         }
     }
@@ -294,6 +325,19 @@ impl Cx<'_> {
         }
     }
 
+    /// Reading is opening: any command or redirection that opens the watchdog arms it.
+    fn watchdog(&mut self, w: &Word) {
+        if paths::opens_watchdog(&w.value) {
+            self.raise(
+                Dangerous,
+                format!(
+                    "opens `{}`, the hardware watchdog: on a real host the machine reboots unless something keeps writing to it",
+                    w.value
+                ),
+            );
+        }
+    }
+
     fn network_device(&mut self, target: &Word) {
         self.a.network = true;
         self.raise(
@@ -320,8 +364,28 @@ impl Cx<'_> {
         } else {
             target.value.as_str()
         };
+        // Only a redirection may write a sink harmlessly (`redirect_target`): a writer given one
+        // acts on the device node itself (`rm /dev/null`, `chmod 000 /dev/null`), a device
+        // write. Given `/dev/stdout` or `/dev/fd/N` it acts on the link or on whatever file the
+        // descriptor holds, which a writer's words do not tell (`tee /dev/stderr` only copies
+        // output, `rm /dev/stdout` unlinks the link): never read-only, not by itself DANGEROUS.
+        if kind == WriteKind::Mentioned && matches!(scope, Scope::Harmless | Scope::Descriptor(_)) {
+            return;
+        }
+        if scope == Scope::Harmless {
+            scope = Scope::Device;
+        }
+        if let Scope::Descriptor(fd) = scope {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "{who} writes `{shown}` by name: the file behind descriptor {fd}, or the link itself"
+                ),
+            );
+            self.a.add_write(shown);
+            return;
+        }
         match scope {
-            Scope::Harmless => return,
             Scope::NetworkDevice => return self.network_device(target),
             Scope::Device | Scope::System if kind != WriteKind::Mentioned => {
                 let what = if scope == Scope::Device {
@@ -330,6 +394,22 @@ impl Cx<'_> {
                     "a system path"
                 };
                 self.raise(Dangerous, format!("{who} writes `{shown}`, {what}"));
+            }
+            Scope::Unknown if kind == WriteKind::Recursive => {
+                self.raise(
+                    Dangerous,
+                    format!(
+                        "{who} acts recursively on `{shown}`, whose `..` follows a name that may be a link, so where it lands is unknown"
+                    ),
+                );
+            }
+            Scope::Unknown => {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "{who} writes `{shown}`, whose `..` follows a name that may be a link, so where it lands is unknown"
+                    ),
+                );
             }
             Scope::Home | Scope::Outside if kind == WriteKind::Recursive => {
                 self.raise(
@@ -384,6 +464,9 @@ impl Cx<'_> {
             if arg.value.contains("/dev/tcp/") || arg.value.contains("/dev/udp/") {
                 self.network_device(arg);
             }
+        }
+        for w in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
+            self.watchdog(w);
         }
         let (name, args) = expand_braces(&cmd.name, &cmd.args, self.budget);
         self.command(&name, &args);
@@ -589,13 +672,13 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
                     moves.push(match target {
                         None => Scope::Home,
                         Some(t) if t.value == "-" => Scope::Dynamic,
-                        Some(t) => paths::scope(t, root),
+                        Some(t) => place_of_directory(paths::scope(t, root)),
                     });
                 }
                 "env" => moves.extend(
                     super::env_args::EnvArgs::parse(args)
                         .chdir
-                        .map(|d| paths::scope(&d, root)),
+                        .map(|d| place_of_directory(paths::scope(&d, root))),
                 ),
                 _ => {}
             }
@@ -603,7 +686,7 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
     }
     for scope in moves {
         let rank = |s: &Scope| match s {
-            Scope::Inside | Scope::Harmless => 0,
+            Scope::Inside => 0,
             Scope::Outside => 1,
             Scope::Dynamic => 2,
             Scope::Home => 3,
@@ -614,6 +697,15 @@ fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<S
         }
     }
     worst
+}
+
+/// A directory that is a sink or a descriptor (`cd /dev/fd/3`) is no place a relative path can
+/// be judged in.
+fn place_of_directory(scope: Scope) -> Scope {
+    match scope {
+        Scope::Harmless | Scope::Descriptor(_) => Scope::Unknown,
+        other => other,
+    }
 }
 
 /// `"$DIR"/*`, `$X/`, `${X}/x`: a path that starts with a variable and a slash is `/…` when the

@@ -7,6 +7,7 @@ mod assessment;
 mod authorize;
 mod classify;
 mod commands;
+mod descriptors;
 mod downloads;
 mod env_args;
 mod env_names;

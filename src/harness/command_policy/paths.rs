@@ -1,5 +1,14 @@
 //! Where a written path points, judged on the path as written (the classifier never touches the
 //! filesystem; the workspace layer resolves links before anything is opened).
+//!
+//! The invariant (issue 19): a path is judged on its words, never on a prefix. The kernel's own
+//! links (`/dev/fd`, `/dev/stdin|stdout|stderr`, `/proc/self`, `/proc/thread-self`) are expanded
+//! first; `.` is dropped; `..` is folded only where nothing before it can be a link (`/`, the
+//! workspace root and its ancestors, the working directory itself). Any other `..` makes the place
+//! [`Scope::Unknown`]: never a sink, never inside the workspace. Only the exact discard devices are
+//! a [`Scope::Harmless`] sink, and only for a redirection: a writer that names one (`rm /dev/null`)
+//! acts on the device node. `/dev/stdout` and friends are [`Scope::Descriptor`]: what they write is
+//! whatever file that descriptor holds, which the caller works out from the line's redirections.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -8,8 +17,11 @@ use crate::harness::shell::Word;
 /// Where a path written in a command lands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Scope {
-    /// A sink that is not a write: `/dev/null`, `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`.
+    /// A discard device (`/dev/null`, ...): redirecting output there writes nothing.
     Harmless,
+    /// The file behind descriptor N of the process: `/dev/fd/N`, `/dev/stdout` (1),
+    /// `/proc/self/fd/N`. Opening it reopens that file (on Linux, with `O_TRUNC` for `>`).
+    Descriptor(u32),
     /// `/dev/tcp/…`, `/dev/udp/…`: bash opens a network connection.
     NetworkDevice,
     /// Another device node.
@@ -20,6 +32,8 @@ pub(crate) enum Scope {
     Home,
     /// Outside the workspace by an absolute path or by `..`.
     Outside,
+    /// A `..` after a component that may be a link: where it lands cannot be told from its words.
+    Unknown,
     /// Known only at run time.
     Dynamic,
     Inside,
@@ -30,33 +44,83 @@ const SYSTEM_ROOTS: &[&str] = &[
     "/sys", "/root", "/var", "/opt", "/srv", "/snap", "/run", "/mnt", "/media",
 ];
 
-const HARMLESS: &[&str] = &[
-    "/dev/null",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/tty",
-    "/dev/zero",
-    "/dev/full",
-];
+/// Devices whose writes change nothing: they discard (`null`, `zero`), fail (`full`) or go to
+/// the terminal (`tty`). Exact paths after resolution, never prefixes.
+const HARMLESS: &[&str] = &["/dev/null", "/dev/tty", "/dev/zero", "/dev/full"];
 
-/// Lexically normalise an absolute or relative path: drop `.`, fold `..`. A relative path that
-/// climbs above its start keeps its leading `..`.
-pub(crate) fn normalize(p: &str) -> PathBuf {
-    let mut out: Vec<Component> = Vec::new();
-    for c in Path::new(p).components() {
+/// A path after the kernel's links are expanded and `..` folded where that is sound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    /// The lexical result (every `..` folded): exact when `exact`, a guess otherwise.
+    pub path: PathBuf,
+    /// No `..` followed a component that may be a link.
+    pub exact: bool,
+}
+
+/// Replace the kernel's own links at the start of an absolute path by what they point at:
+/// `/dev/fd` is `/proc/self/fd`, `/dev/stdout` is `/proc/self/fd/1`, `/proc/thread-self` shares
+/// `/proc/self`'s descriptors. Every other component is kept as written.
+fn expand_kernel_links(parts: Vec<String>) -> Vec<String> {
+    let strs: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let (head, rest): (&[&str], &[String]) = match strs.as_slice() {
+        ["/", "dev", "fd", ..] => (&["/", "proc", "self", "fd"], &parts[3..]),
+        ["/", "dev", "stdin", ..] => (&["/", "proc", "self", "fd", "0"], &parts[3..]),
+        ["/", "dev", "stdout", ..] => (&["/", "proc", "self", "fd", "1"], &parts[3..]),
+        ["/", "dev", "stderr", ..] => (&["/", "proc", "self", "fd", "2"], &parts[3..]),
+        ["/", "proc", "thread-self", ..] => (&["/", "proc", "self"], &parts[3..]),
+        _ => return parts,
+    };
+    head.iter()
+        .map(|s| (*s).to_string())
+        .chain(rest.iter().cloned())
+        .collect()
+}
+
+/// Resolve `v` on its words: expand the kernel's links, drop `.`, and fold each `..` only where
+/// the directory before it is known to be no link: `/`, the workspace root or one of its
+/// ancestors (a canonical path has no links in it), or the working directory a relative path
+/// starts from. Any other `..` (after `src`, `/usr`, `/proc/self/fd`) leaves the result inexact.
+pub(crate) fn resolve(v: &str, workspace: Option<&Path>) -> Resolved {
+    let mut parts: Vec<String> = Vec::new();
+    for c in Path::new(v).components() {
         match c {
             Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir) => {}
-                _ => out.push(c),
-            },
-            other => out.push(other),
+            Component::RootDir => parts.push("/".to_string()),
+            Component::ParentDir => parts.push("..".to_string()),
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+            // Not on Unix; keep the path whole so nothing is lost.
+            Component::Prefix(_) => parts.push(c.as_os_str().to_string_lossy().into_owned()),
         }
     }
-    out.iter().collect()
+    let parts = expand_kernel_links(parts);
+    let mut out = PathBuf::new();
+    let mut exact = true;
+    // The directory built so far is known to hold no link.
+    let mut sound = true;
+    for part in &parts {
+        match part.as_str() {
+            "/" => {
+                out.push("/");
+                sound = true;
+            }
+            ".." => {
+                exact &= sound;
+                let climbs = out.as_os_str().is_empty()
+                    || out.components().next_back() == Some(Component::ParentDir);
+                if climbs {
+                    // A relative path above its start: the working directory's parent.
+                    out.push("..");
+                } else if !out.pop() {
+                    out.push("/");
+                }
+            }
+            name => {
+                out.push(name);
+                sound = out.is_absolute() && workspace.is_some_and(|r| r.starts_with(&out));
+            }
+        }
+    }
+    Resolved { path: out, exact }
 }
 
 /// The word names the home directory: an unquoted leading tilde, or an expanded `$HOME`.
@@ -87,7 +151,11 @@ pub(crate) fn scope(word: &Word, workspace: Option<&Path>) -> Scope {
         let static_prefix: String = v.chars().take_while(|c| *c != '$' && *c != '`').collect();
         if static_prefix.starts_with('/') && static_prefix.len() > 1 {
             let judged = scope_static(&static_prefix, workspace);
-            if judged != Scope::Inside {
+            // A prefix can make a path stricter, never a sink: `/dev/null$x` is not `/dev/null`.
+            if !matches!(
+                judged,
+                Scope::Inside | Scope::Harmless | Scope::Descriptor(_)
+            ) {
                 return judged;
             }
         }
@@ -97,11 +165,40 @@ pub(crate) fn scope(word: &Word, workspace: Option<&Path>) -> Scope {
 }
 
 fn scope_static(v: &str, workspace: Option<&Path>) -> Scope {
-    if HARMLESS.contains(&v) || v.starts_with("/dev/fd/") || v.starts_with("/proc/self/fd/") {
-        return Scope::Harmless;
+    let Resolved { path: n, exact } = resolve(v, workspace);
+    let judged = scope_of(&n, v, workspace);
+    if exact {
+        return judged;
     }
-    let n = normalize(v);
+    // A guess can only make the verdict stricter: a climb that lands on a system path or a
+    // device is judged as one; any other inexact place is unknown, never a sink.
+    match judged {
+        Scope::System | Scope::Device => judged,
+        _ => Scope::Unknown,
+    }
+}
+
+/// The scope of a resolved path `n` (written as `v`).
+fn scope_of(n: &Path, v: &str, workspace: Option<&Path>) -> Scope {
     if n.is_absolute() {
+        if HARMLESS.iter().any(|h| n == Path::new(h)) {
+            return Scope::Harmless;
+        }
+        if let Ok(rest) = n.strip_prefix("/proc/self/fd")
+            && let Some(Component::Normal(first)) = rest.components().next()
+            && let Some(fd) = first
+                .to_str()
+                .filter(|f| f.bytes().all(|b| b.is_ascii_digit()))
+            && let Ok(fd) = fd.parse::<u32>()
+        {
+            // `/proc/self/fd/3/x` is `x` in the directory descriptor 3 holds: somewhere only
+            // the running process knows.
+            return if rest.components().count() == 1 {
+                Scope::Descriptor(fd)
+            } else {
+                Scope::Unknown
+            };
+        }
         if let Some(root) = workspace
             && n.starts_with(root)
         {
@@ -129,6 +226,21 @@ fn scope_static(v: &str, workspace: Option<&Path>) -> Scope {
         return Scope::Outside;
     }
     Scope::Inside
+}
+
+/// Opening the path arms the hardware watchdog (`/dev/watchdog`, `/dev/watchdog0`): on a real
+/// host the machine reboots when nothing keeps writing to it. Judged on the resolved words, and
+/// on an option's attached value (`--file=/dev/watchdog`).
+pub(crate) fn opens_watchdog(v: &str) -> bool {
+    let candidates = std::iter::once(v).chain(v.split_once('=').map(|(_, value)| value));
+    candidates.into_iter().any(|c| {
+        let n = resolve(c, None).path;
+        n.parent() == Some(Path::new("/dev"))
+            && n.file_name()
+                .and_then(|f| f.to_str())
+                .and_then(|f| f.strip_prefix("watchdog"))
+                .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// A path naming the home directory or a tree that holds the workspace (`~`, `$HOME`, `..`,
@@ -162,10 +274,75 @@ mod tests {
         assert_eq!(scope(&lit("/work/proj/../other"), ws), Scope::Outside);
         assert_eq!(scope(&lit("/tmp/x"), ws), Scope::Outside);
         assert_eq!(scope(&lit(".."), ws), Scope::Outside);
-        assert_eq!(scope(&lit("a/../../b"), ws), Scope::Outside);
-        assert_eq!(scope(&lit("a/../b"), ws), Scope::Inside);
+        assert_eq!(scope(&lit("a/../../b"), ws), Scope::Unknown);
+        // `a` may be a link: its `..` is not the workspace.
+        assert_eq!(scope(&lit("a/../b"), ws), Scope::Unknown);
         assert_eq!(scope(&lit("~"), ws), Scope::Home);
         assert_eq!(scope(&lit("$HOME/x"), ws), Scope::Home);
         assert_eq!(scope(&lit("/usr/../etc"), None), Scope::System);
+    }
+
+    #[test]
+    fn kernel_links_are_expanded_before_dot_dot() {
+        let ws = Some(Path::new("/work/proj"));
+        // `/dev/fd/../../..` is `/proc/self/fd/../../..`: `/` by the kernel's reading, and never
+        // a sink by its prefix.
+        assert_eq!(scope(&lit("/dev/fd/../../.."), ws), Scope::System);
+        assert_eq!(
+            scope(&lit("/dev/fd/../../../etc/sudoers"), ws),
+            Scope::System
+        );
+        assert_eq!(
+            scope(&lit("/proc/self/fd/../cwd/.git/hooks/x"), ws),
+            Scope::System
+        );
+        assert_eq!(scope(&lit("/tmp/../dev/null"), ws), Scope::Unknown);
+        assert_eq!(scope(&lit("/dev/fd/3/.."), ws), Scope::System);
+        assert_eq!(scope(&lit("/dev/./null"), ws), Scope::Harmless);
+        assert_eq!(scope(&lit("/dev/null/"), ws), Scope::Harmless);
+    }
+
+    #[test]
+    fn descriptors_are_named_by_number() {
+        let ws = Some(Path::new("/work/proj"));
+        assert_eq!(scope(&lit("/dev/stdout"), ws), Scope::Descriptor(1));
+        assert_eq!(scope(&lit("/dev/stderr"), ws), Scope::Descriptor(2));
+        assert_eq!(scope(&lit("/dev/stdin"), ws), Scope::Descriptor(0));
+        assert_eq!(scope(&lit("/dev/fd/3"), ws), Scope::Descriptor(3));
+        assert_eq!(scope(&lit("/proc/self/fd/7"), ws), Scope::Descriptor(7));
+        assert_eq!(
+            scope(&lit("/proc/thread-self/fd/1"), ws),
+            Scope::Descriptor(1)
+        );
+        assert_eq!(scope(&lit("/dev/fd/x"), ws), Scope::System);
+        assert_eq!(scope(&lit("/dev/fd/3/x"), ws), Scope::Unknown);
+    }
+
+    #[test]
+    fn dot_dot_folds_only_after_names_that_are_no_link() {
+        let ws = Some(Path::new("/work/proj"));
+        let exact = |p: &str| resolve(p, ws).exact;
+        assert!(exact("/work/proj/../other"));
+        assert!(exact("../x"));
+        assert!(exact("./../.."));
+        assert!(exact("/.."));
+        assert!(!exact("src/../.."));
+        assert!(!exact("/usr/../etc"));
+        assert!(!exact("/work/proj/src/../x"));
+        assert_eq!(
+            resolve("/work/proj/../other", ws).path,
+            Path::new("/work/other")
+        );
+        assert_eq!(resolve("../../x", ws).path, Path::new("../../x"));
+    }
+
+    #[test]
+    fn the_watchdog_is_found_however_it_is_written() {
+        assert!(opens_watchdog("/dev/watchdog"));
+        assert!(opens_watchdog("/dev/watchdog0"));
+        assert!(opens_watchdog("/dev//./watchdog"));
+        assert!(opens_watchdog("--file=/dev/watchdog1"));
+        assert!(!opens_watchdog("/dev/watchdogs"));
+        assert!(!opens_watchdog("watchdog"));
     }
 }
