@@ -1,7 +1,7 @@
 //! Shell commands an inline program hands to the system (issue 19, item 3): `os.system("…")`,
-//! `subprocess.run("…", shell=True)`, Perl's `system`/`exec`/backticks, and signals with literal
-//! arguments, rewritten as the shell command they amount to so that the shell classifier judges
-//! them as if written directly (`python3 -c 'os.system("rm -rf /")'` is `rm -rf /`). A call
+//! `subprocess.run("…", shell=True)`, Perl's `system`/`exec`/backticks, Node's `child_process`
+//! `exec`/`execSync`, and signals with literal arguments, rewritten as the shell command they
+//! amount to so that the shell classifier judges them as if written directly (`python3 -c 'os.system("rm -rf /")'` is `rm -rf /`). A call
 //! whose argument is not a plain string literal is left to the caller, which already holds
 //! inline code at SHELL_COMPLEX at least.
 
@@ -18,7 +18,7 @@ pub(crate) fn shell_commands(code: &str) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(runs) = regex(
         &RUNS,
-        r"(?:\bos\.(?:system|popen)|\bsubprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|(?:^|[^.\w$@%&>])(?:system|exec|readpipe))\s*\(?",
+        r"(?:\bos\.(?:system|popen)|\bsubprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bchild_process\b.*?\.(?:execSync|exec)|(?:^|[^.\w$@%&>])(?:system|exec|readpipe))\s*\(?",
     ) {
         for m in runs.find_iter(code) {
             if let Some(line) = literal_args(&code[m.end()..]) {
@@ -176,6 +176,10 @@ mod tests {
             ["'rm' '-rf' '/'"]
         );
         assert_eq!(shell_commands("`rm -rf /`"), ["rm -rf /"]);
+        assert_eq!(
+            shell_commands(r#"require("child_process").execSync("sudo ls")"#),
+            ["sudo ls"]
+        );
     }
 
     #[test]
