@@ -439,6 +439,11 @@ impl Cx<'_> {
                     ShellComplex,
                     format!("{who} acts recursively on `{shown}`, known only at run time"),
                 );
+                // `VAR=/; rm -rf "$VAR"`: each literal the line gives the variable is judged as
+                // if written in its place.
+                for value in self.literal_values(target) {
+                    self.write_target(&Word::literal(&value), who, kind);
+                }
             }
             Scope::Dynamic => {
                 self.raise(
@@ -748,6 +753,35 @@ impl Cx<'_> {
             return true;
         }
         name != "PWD" && !self.fixed_variable(name)
+    }
+
+    /// The literal values the line assigns to the variable a word is exactly (`"$VAR"`,
+    /// `${VAR}`); none for any other word.
+    fn literal_values(&self, target: &Word) -> Vec<String> {
+        let raw = target.raw.as_str();
+        let raw = raw
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .unwrap_or(raw);
+        let Some(name) = raw.strip_prefix('$') else {
+            return Vec::new();
+        };
+        let name = name
+            .strip_prefix('{')
+            .and_then(|n| n.strip_suffix('}'))
+            .unwrap_or(name);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Vec::new();
+        }
+        let f = self.facts;
+        f.assignments
+            .iter()
+            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
+            .filter(|a| a.name == name)
+            .filter_map(|a| a.value.as_ref())
+            .filter(|v| !v.dynamic && !v.value.is_empty())
+            .map(|v| v.value.clone())
+            .collect()
     }
 
     /// Every assignment of `name` standing in the line (`x=…`, `local x=…`) sets a literal or
