@@ -8,9 +8,15 @@
 /// it stops GNU option reordering, so `uniq f -c` writes a file named `-c`. `OPTIND` is absent
 /// too: bash evaluates its value arithmetically, and a subscript there runs a command.
 pub(crate) const HARMLESS_ENV: &[(&str, &str)] = &[
-    ("LANG", "locale: language and character set of messages and text"),
+    (
+        "LANG",
+        "locale: language and character set of messages and text",
+    ),
     ("LANGUAGE", "the order of message catalogues to look in"),
-    ("TZ", "the time zone dates are shown in (a zone file is only read)"),
+    (
+        "TZ",
+        "the time zone dates are shown in (a zone file is only read)",
+    ),
     ("TERM", "the terminal type, looked up read-only in terminfo"),
     ("COLUMNS", "the screen width output is laid out for"),
     ("LINES", "the screen height output is laid out for"),
@@ -19,19 +25,34 @@ pub(crate) const HARMLESS_ENV: &[(&str, &str)] = &[
     ("CLICOLOR_FORCE", "forces colour on"),
     ("FORCE_COLOR", "forces colour on"),
     ("COLORTERM", "says the terminal has true colour"),
-    ("RUST_BACKTRACE", "how much of a Rust panic's stack is printed"),
+    (
+        "RUST_BACKTRACE",
+        "how much of a Rust panic's stack is printed",
+    ),
     ("RUST_LOG", "how much a Rust program logs to stderr"),
     ("CARGO_TERM_COLOR", "cargo's colour choice"),
     ("PYTHONUNBUFFERED", "Python writes stdout without buffering"),
-    ("PYTHONDONTWRITEBYTECODE", "Python writes fewer files (no .pyc)"),
+    (
+        "PYTHONDONTWRITEBYTECODE",
+        "Python writes fewer files (no .pyc)",
+    ),
     ("CI", "tools print for a log instead of a terminal"),
-    ("DEBIAN_FRONTEND", "how Debian tools ask questions, not what they do"),
+    (
+        "DEBIAN_FRONTEND",
+        "how Debian tools ask questions, not what they do",
+    ),
     ("GREP_COLOR", "grep's match colour"),
     ("GREP_COLORS", "grep's colours"),
     ("LS_COLORS", "ls's colours"),
     ("TIME_STYLE", "how ls and du print times"),
-    ("OPTARG", "set by getopts for the script; no program reads it"),
-    ("REPLY", "set by read and select for the script; no program reads it"),
+    (
+        "OPTARG",
+        "set by getopts for the script; no program reads it",
+    ),
+    (
+        "REPLY",
+        "set by read and select for the script; no program reads it",
+    ),
 ];
 
 /// Name prefixes harmless in the environment, with their reasons.
@@ -129,7 +150,15 @@ mod tests {
         for name in ["x", "files", "i", "LC_ALL", "REPLY"] {
             assert!(harmless_shell_variable(name), "{name}");
         }
-        for name in ["histchars", "OPTIND", "POSIXLY_CORRECT", "IFS", "PS4", "https_proxy", ""] {
+        for name in [
+            "histchars",
+            "OPTIND",
+            "POSIXLY_CORRECT",
+            "IFS",
+            "PS4",
+            "https_proxy",
+            "",
+        ] {
             assert!(!harmless_shell_variable(name), "{name}");
         }
     }

@@ -117,10 +117,24 @@ fn arithmetic_on_variables_and_errors_are_reported() {
 
 #[test]
 fn background_jobs_are_reported_and_other_ampersands_are_not() {
-    for src in ["sleep 1 &", "a & b", "{ a & }", "echo $(sleep 1 &)", "a &\nb"] {
+    for src in [
+        "sleep 1 &",
+        "a & b",
+        "{ a & }",
+        "echo $(sleep 1 &)",
+        "a &\nb",
+    ] {
         assert!(parse(src).background, "{src}");
     }
-    for src in ["a && b", "a &> f", "a >&2", "a |& b", "echo 'a & b'", "echo \"&\"", "echo a\\&b"] {
+    for src in [
+        "a && b",
+        "a &> f",
+        "a >&2",
+        "a |& b",
+        "echo 'a & b'",
+        "echo \"&\"",
+        "echo a\\&b",
+    ] {
         assert!(!parse(src).background, "{src}");
     }
 }
@@ -151,9 +165,8 @@ fn offsets_and_array_keys_are_arithmetic_unless_they_are_numbers() {
 
 #[test]
 fn loop_variables_are_assignments() {
-    let names = |src: &str| -> Vec<String> {
-        parse(src).assignments.into_iter().map(|a| a.name).collect()
-    };
+    let names =
+        |src: &str| -> Vec<String> { parse(src).assignments.into_iter().map(|a| a.name).collect() };
     assert_eq!(names("for OPTIND in 1; do :; done"), ["OPTIND"]);
     assert_eq!(names("select histchars in @; do :; done"), ["histchars"]);
     // The grammar does not read `${PATH:$x}`; a parse error fails it closed all the same.
