@@ -150,6 +150,9 @@ impl App {
                 self.dirty = true;
             }
             Event::Paste(text) => {
+                // Terminals send a pasted line break as CR (xterm, tmux); the composer splits
+                // lines on LF only, so every break is made an LF before it is inserted.
+                let text = text.replace("\r\n", "\n").replace('\r', "\n");
                 if let Some(c) = &mut self.confirm {
                     if let Some(m) = &mut c.message {
                         m.push_str(&text);

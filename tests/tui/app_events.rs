@@ -61,6 +61,10 @@ fn a_paste_is_inserted_whole_not_sent_line_by_line() {
     let fx = app.update(Event::Paste("line 1\nline 2\n".into()));
     assert!(fx.is_empty());
     assert_eq!(composer_text(&app), "line 1\nline 2\n");
+    // A terminal's bracketed paste carries line breaks as CR (or CRLF): they stay line breaks.
+    let mut pasted = crate::support::app(t0);
+    pasted.update(Event::Paste("one\rtwo\r\nthree".into()));
+    assert_eq!(composer_text(&pasted), "one\ntwo\nthree");
 }
 
 #[test]
