@@ -222,6 +222,17 @@ impl Cx<'_> {
                 for file in &files {
                     self.write_target(file, &who, WriteKind::Plain);
                 }
+                // Which file that is depends on the rest of the line; the same words alone are
+                // an unknown descriptor. A line is never judged below any of its parts, so the
+                // reopening stays complex even when the file behind it is known (and recorded).
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "{who} writes `{}`, reopening descriptor {fd} that another redirection of \
+                         the line opened",
+                        target.value
+                    ),
+                );
             }
             Behind::Unknown => {
                 self.raise(
