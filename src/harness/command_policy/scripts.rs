@@ -190,10 +190,7 @@ impl AwkFacts {
     }
 }
 
-pub(crate) fn regex(
-    cell: &'static OnceLock<Option<Regex>>,
-    pattern: &str,
-) -> Option<&'static Regex> {
+fn regex(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
 }
 
