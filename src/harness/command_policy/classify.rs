@@ -251,9 +251,10 @@ impl Cx<'_> {
         // `export`, and `declare -x`/`local -x`/`typeset -x`, hand the names to every program
         // run after them.
         let exports = decl.keyword == "export"
-            || decl.args.iter().any(|a| {
-                a.is_static() && a.value.starts_with('-') && a.value.contains('x')
-            });
+            || decl
+                .args
+                .iter()
+                .any(|a| a.is_static() && a.value.starts_with('-') && a.value.contains('x'));
         for asg in &decl.assignments {
             let verb = format!("`{}` sets", decl.keyword);
             if exports {
@@ -436,11 +437,24 @@ impl Cx<'_> {
                     ),
                 );
             }
+            Scope::Dynamic if kind == WriteKind::Recursive && self.starts_unknown(target) => {
+                self.raise(
+                    Dangerous,
+                    format!(
+                        "{who} acts recursively on `{shown}`, which starts with an expansion this command does not set from a literal or `mktemp`, so it may name any directory"
+                    ),
+                );
+            }
             Scope::Dynamic if kind == WriteKind::Recursive => {
                 self.raise(
                     ShellComplex,
                     format!("{who} acts recursively on `{shown}`, known only at run time"),
                 );
+                // `VAR=/; rm -rf "$VAR"`: each literal the line gives the variable is judged as
+                // if written in its place.
+                for value in self.literal_values(target) {
+                    self.write_target(&Word::literal(&value), who, kind);
+                }
             }
             Scope::Dynamic => {
                 self.raise(
@@ -719,6 +733,109 @@ fn place_of_directory(scope: Scope) -> Scope {
     }
 }
 
+impl Cx<'_> {
+    /// Does the path start with an expansion whose value this command does not fix
+    /// (`"$VAR"`, `"$(dirname "$0")"/../..`, `$1`, `${X:-/}`)? Such a path may name any
+    /// directory. A plain `$NAME` is fixed when every assignment of NAME standing in the line
+    /// gives it a literal or `$(mktemp …)` (`d=$(mktemp -d); …; rm -rf "$d"`), and `PWD` is
+    /// where the command runs. A prefix assignment (`X=1 rm -rf "$X"`) does not count: bash
+    /// expands the words before it applies it. A path with a literal start (`build/$x`) is
+    /// judged by the caller as a run-time path.
+    fn starts_unknown(&self, target: &Word) -> bool {
+        let raw = target.raw.trim_start_matches('"');
+        let Some(rest) = raw.strip_prefix('$') else {
+            return raw.starts_with('`');
+        };
+        let name = match rest.strip_prefix('{') {
+            Some(braced) => match braced.split_once('}') {
+                Some((n, _)) => n,
+                None => return true,
+            },
+            None => {
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(rest.len());
+                &rest[..end]
+            }
+        };
+        let plain = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !plain {
+            return true;
+        }
+        name != "PWD" && !self.fixed_variable(name)
+    }
+
+    /// The literal values the line assigns to the variable a word is exactly (`"$VAR"`,
+    /// `${VAR}`); none for any other word.
+    fn literal_values(&self, target: &Word) -> Vec<String> {
+        let raw = target.raw.as_str();
+        let raw = raw
+            .strip_prefix('"')
+            .and_then(|r| r.strip_suffix('"'))
+            .unwrap_or(raw);
+        let Some(name) = raw.strip_prefix('$') else {
+            return Vec::new();
+        };
+        let name = name
+            .strip_prefix('{')
+            .and_then(|n| n.strip_suffix('}'))
+            .unwrap_or(name);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Vec::new();
+        }
+        let f = self.facts;
+        f.assignments
+            .iter()
+            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
+            .filter(|a| a.name == name)
+            .filter_map(|a| a.value.as_ref())
+            .filter(|v| !v.dynamic && !v.value.is_empty())
+            .map(|v| v.value.clone())
+            .collect()
+    }
+
+    /// Every assignment of `name` standing in the line (`x=…`, `local x=…`) sets a literal or
+    /// the output of `mktemp`, and there is at least one.
+    fn fixed_variable(&self, name: &str) -> bool {
+        let f = self.facts;
+        let mut all = f
+            .assignments
+            .iter()
+            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
+            .filter(|a| a.name == name)
+            .peekable();
+        if all.peek().is_none() {
+            return false;
+        }
+        all.all(|a| match &a.value {
+            None => true,
+            Some(v) if !v.dynamic => true,
+            Some(v) => is_mktemp(&v.raw),
+        })
+    }
+}
+
+/// `$(mktemp …)` or `` `mktemp …` ``, quoted or not, and nothing else: one command, no list,
+/// pipe, redirection or command substitution that could change what it prints. Its arguments
+/// may expand (`mktemp -d "${TMPDIR:-/tmp}/x.XXXX"`): whatever they are, mktemp prints a name
+/// it has just made.
+fn is_mktemp(raw: &str) -> bool {
+    let raw = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
+    let body = raw
+        .strip_prefix("$(")
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')));
+    body.is_some_and(|b| {
+        let b = b.trim();
+        (b == "mktemp" || b.starts_with("mktemp "))
+            && !b.contains([';', '|', '&', '<', '>', '\n', '`', '(', ')'])
+    })
+}
+
 /// `"$DIR"/*`, `$X/`, `${X}/x`: a path that starts with a variable and a slash is `/…` when the
 /// variable is empty. `${X:?}` stops the command instead, and bash always sets `PWD`.
 fn expands_to_root(target: &Word) -> bool {
@@ -768,4 +885,32 @@ fn expand_braces(name: &Word, args: &[Word], budget: &Budget) -> (Word, Vec<Word
     let mut it = words.into_iter();
     let first = it.next().unwrap_or_else(|| name.clone());
     (first, it.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_mktemp;
+
+    #[test]
+    fn mktemp_alone_fixes_a_name() {
+        for ok in [
+            "$(mktemp -d)",
+            "\"$(mktemp -d)\"",
+            "`mktemp`",
+            "$(mktemp -d \"${TMPDIR:-/tmp}/x.XXXX\")",
+        ] {
+            assert!(is_mktemp(ok), "{ok}");
+        }
+        for bad in [
+            "$(mktemp -d; echo /)",
+            "$(mktemp -d)/..",
+            "$(mktemp -d | sed s/x/y/)",
+            "$(mktemp $(pwd))",
+            "$(mktempx)",
+            "$(echo /)",
+            "/tmp/x",
+        ] {
+            assert!(!is_mktemp(bad), "{bad}");
+        }
+    }
 }

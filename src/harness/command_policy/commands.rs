@@ -11,6 +11,7 @@ use super::options::{self, OptionSyntax};
 use super::paths;
 use super::scripts;
 use super::tables;
+use super::wrappers;
 use crate::harness::shell::Word;
 
 /// GNU tar options that take a value.
@@ -173,6 +174,7 @@ impl Cx<'_> {
             "dd" => self.dd(args),
             "chmod" | "chown" | "chgrp" => self.permissions(key, args),
             "kill" => self.raise(ShellComplex, "`kill` signals processes"),
+            "jobs" => self.jobs(args, listed_but),
             "curl" | "wget" => self.download(key, args),
             "patch" => self.patch(args),
             "nc" | "ncat" | "netcat" | "socat" => self.netcat(key, args),
@@ -217,6 +219,32 @@ impl Cx<'_> {
                 self.raise(ShellComplex, why);
             }
         }
+    }
+
+    /// bash's `jobs -x COMMAND ARGS` runs COMMAND with each job spec in ARGS replaced by its
+    /// process group id: a wrapper, so what it runs is judged as if written directly.
+    fn jobs(&mut self, args: &[Word], listed_but: Option<String>) {
+        let options = args
+            .iter()
+            .take_while(|a| a.dynamic || (a.value.starts_with('-') && a.value != "--"));
+        if options.clone().any(|a| a.dynamic) {
+            self.raise(
+                ShellComplex,
+                "`jobs` takes an option known only at run time, which may be `-x`",
+            );
+        }
+        if options.clone().any(|a| a.value.contains('x')) {
+            self.raise(
+                ShellComplex,
+                "`jobs -x` runs a command with job specs replaced by process group ids",
+            );
+            if let Some(i) = wrappers::skip_options(args, &[]).filter(|i| *i < args.len()) {
+                self.wrapped(&args[i..]);
+            }
+            return;
+        }
+        let why = listed_but.unwrap_or_else(|| "`jobs` is given options it does not list".into());
+        self.raise(ShellComplex, why);
     }
 
     fn eval(&mut self, args: &[Word]) {

@@ -12,6 +12,7 @@ mod downloads;
 mod env_args;
 mod env_names;
 mod git;
+mod inline_calls;
 mod invocations;
 mod literal;
 mod options;

@@ -5,6 +5,7 @@
 use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
 use super::env_args::{EnvArgs, EnvRun};
+use super::inline_calls;
 use super::invocations::{Interp, ShellArgs};
 use super::options::{self, OptionSyntax};
 use super::scripts;
@@ -171,6 +172,15 @@ impl Cx<'_> {
                 ShellComplex,
                 format!("the inline `{key}` code is known only at run time"),
             );
+        }
+        // A command the program hands to the system with literal arguments is judged as if
+        // written directly (`os.system("rm -rf /")` is `rm -rf /`).
+        for line in inline_calls::shell_commands(&code) {
+            self.raise(
+                ShellComplex,
+                format!("the inline `{key}` program runs `{line}`"),
+            );
+            self.nested_script(&line);
         }
         // A program that deletes (`shutil.rmtree`, `fs.rmSync`, `FileUtils.rm_rf`) acts
         // recursively on the paths it names, as `rm -r` would: `/` or `~` there is DANGEROUS.

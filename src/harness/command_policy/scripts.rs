@@ -190,7 +190,10 @@ impl AwkFacts {
     }
 }
 
-fn regex(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
+pub(crate) fn regex(
+    cell: &'static OnceLock<Option<Regex>>,
+    pattern: &str,
+) -> Option<&'static Regex> {
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
 }
 
