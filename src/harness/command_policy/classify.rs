@@ -2,6 +2,36 @@
 //! here-documents, functions, assignments, redirections), then every simple command, then the
 //! rules that span commands (remote code piped or substituted into an interpreter, here-documents
 //! feeding one). Each finding can only raise the class.
+//!
+//! # The invariant: READ_ONLY is a proof
+//!
+//! An assessment starts at READ_ONLY and every finding can only raise it, so READ_ONLY is what
+//! is left when nothing was found. That is a proof only because "nothing found" is reached by
+//! reading everything with a model that knows it, never by failing to look. Each of these
+//! must hold, and each check raises when it cannot show its part:
+//!
+//! 1. **The whole source was read.** Every reading parsed without error, within the budget and
+//!    the depth bound, and every named node the grammar produced is one the walk models
+//!    (`shell/walk.rs`: `DISPATCHED` or `WALKED_THROUGH`, tested against the grammar itself).
+//! 2. **Every command is known.** Its name is literal and on the read-only allow-list, whose
+//!    entries list the options that keep it read-only (positive lists: an option not listed
+//!    is not read-only); a wrapper (`env`, `timeout`, `time`, `xargs`, …) is read through to
+//!    what it runs, and what is DANGEROUS directly stays DANGEROUS behind it.
+//! 3. **Every program text is parsed completely** (sed, awk, inline interpreter code) under
+//!    every dialect the host may run under that name; a construct any of them gives a side
+//!    effect, or text the parser cannot accept, is not read-only.
+//! 4. **Every path is judged on its words** (`paths.rs`): the kernel's own links expanded,
+//!    `..` folded only where nothing before it can be a link, otherwise an unknown place. Only
+//!    an exact sink is harmless, and only as a redirection target; `/dev/fd/N` is the file fd
+//!    N was opened on (`descriptors.rs`).
+//! 5. **Every expansion and assignment is known harmless**: a variable handed to a program is
+//!    on `env_names.rs`'s list with a reason; places where bash evaluates a value as code
+//!    (arithmetic on variables, subscripts, indirection, history expansion) are findings.
+//! 6. **Nothing outlives the reading**: a `&` job, a function definition, a here-document fed
+//!    to a shell, or a trap is at least SHELL_COMPLEX.
+//!
+//! The write-attempt oracle (`tests/oracle`) runs READ_ONLY commands under strace in the sandbox
+//! to find where a part of this proof is wrong; each miss becomes a corpus entry.
 
 use super::assessment::{CommandAssessment, CommandClass};
 use super::descriptors::{self, Behind};
@@ -132,6 +162,14 @@ impl Cx<'_> {
                 format!(
                     "the command nests deeper than {} levels, too deep to check",
                     shell::MAX_TREE_DEPTH
+                ),
+            );
+        }
+        for kind in &f.unmodelled {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "the command contains `{kind}`, a bash construct Spear's reader does not model"
                 ),
             );
         }

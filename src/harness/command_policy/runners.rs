@@ -16,6 +16,33 @@ use super::wrappers::{
 };
 use crate::harness::shell::Word;
 
+/// GNU parallel options that take a value in the next word.
+const PARALLEL_VALUES: &[&str] = &[
+    "-j",
+    "--jobs",
+    "-P",
+    "-S",
+    "--sshlogin",
+    "-N",
+    "-n",
+    "--max-args",
+    "-d",
+    "--delimiter",
+    "-a",
+    "--arg-file",
+    "--joblog",
+    "--results",
+    "--tmpdir",
+    "--timeout",
+    "-I",
+    "--colsep",
+];
+
+/// A word as one single-quoted shell word.
+fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
+
 /// awk options that take a value and only shape the reading.
 const AWK_VALUES: &[&str] = &[
     "-F",
@@ -36,6 +63,20 @@ const AWK_CODE_FILES: &[&str] = &[
     "-E",
     "--exec",
 ];
+
+/// The name a word assigns when bash reads it as an assignment before a command: `NAME=…` or
+/// `NAME+=…` with the name written unquoted (`"X"=1` is a command name).
+fn prefix_assignment(word: &Word) -> Option<&str> {
+    let end = word.raw.find('=')?;
+    let name = word.raw[..end]
+        .strip_suffix('+')
+        .unwrap_or(&word.raw[..end]);
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    ((first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then_some(name)
+}
 
 impl Cx<'_> {
     pub(crate) fn shell(&mut self, key: &str, args: &[Word]) {
@@ -207,6 +248,7 @@ impl Cx<'_> {
         match key {
             "env" => return self.env(args),
             "xargs" => return self.xargs(args),
+            "parallel" => return self.parallel(args),
             "flock" => return self.flock(args),
             "watch" => return self.watch(args),
             "time" => {
@@ -220,7 +262,26 @@ impl Cx<'_> {
                 // `time` is a shell keyword: it adds nothing of its own to the class. But options
                 // it cannot read leave what it runs unknown.
                 match wrapped_index(key, args) {
-                    Some(i) => self.wrapped(&args[i..]),
+                    Some(i) => {
+                        // After the keyword, `NAME=v` words are the pipeline's prefix
+                        // assignments (`time X=/ rm -rf "$X"` is `X=/ rm -rf "$X"`): bash
+                        // expands the words before it applies them, so they fix nothing, and
+                        // the command is what follows them. (GNU `time` would try to run a
+                        // program named `X=/`; judging the rest as the command is the stricter
+                        // reading.)
+                        let prefix = args[i..]
+                            .iter()
+                            .take_while(|a| prefix_assignment(a).is_some())
+                            .count();
+                        for a in &args[i..i + prefix] {
+                            if let Some(name) = prefix_assignment(a) {
+                                self.env_assignment(name, "the command sets");
+                            }
+                        }
+                        if i + prefix < args.len() {
+                            self.wrapped(&args[i + prefix..]);
+                        }
+                    }
                     None if !args.is_empty() => self.raise(
                         ShellComplex,
                         "`time` is given options that leave what it runs unknown",
@@ -313,6 +374,57 @@ impl Cx<'_> {
         );
         if let Some(i) = wrapped_index("xargs", args) {
             self.wrapped(&args[i..]);
+        }
+    }
+
+    /// GNU parallel runs its command template through a shell once per argument, with the
+    /// argument quoted and appended, or put where `{}` stands: `parallel rm -rf ::: /` is
+    /// `rm -rf /`. Each literal argument after `:::` is judged in its place; arguments read
+    /// from files (`::::`) or input leave only the template to judge.
+    fn parallel(&mut self, args: &[Word]) {
+        self.raise(
+            ShellComplex,
+            "`parallel` runs a command through a shell for each of its arguments",
+        );
+        let split = args
+            .iter()
+            .position(|a| a.value.starts_with(":::"))
+            .unwrap_or(args.len());
+        let Some(start) = skip_options(&args[..split], PARALLEL_VALUES) else {
+            self.raise(
+                ShellComplex,
+                "`parallel` without a command runs each argument as a command line",
+            );
+            for a in &args[split..] {
+                if !a.value.starts_with(":::") {
+                    self.nested_script(&a.value);
+                }
+            }
+            return;
+        };
+        let template: Vec<&str> = args[start..split].iter().map(|w| w.raw.as_str()).collect();
+        let template = template.join(" ");
+        let literal = args[split..]
+            .iter()
+            .filter(|a| !a.value.starts_with(":::"))
+            .all(|a| !a.dynamic);
+        let from_files = args[split..].iter().any(|a| a.value.starts_with("::::"));
+        if !literal || from_files || split == args.len() {
+            self.raise(
+                ShellComplex,
+                "`parallel` takes arguments known only at run time",
+            );
+            self.nested_script(&template);
+            return;
+        }
+        for a in args[split..].iter().filter(|a| !a.value.starts_with(":::")) {
+            let quoted = shell_quote(&a.value);
+            let line = if template.contains("{}") {
+                template.replace("{}", &quoted)
+            } else {
+                format!("{template} {quoted}")
+            };
+            self.nested_script(&line);
         }
     }
 

@@ -4,7 +4,7 @@
 /// Programs that run other programs with more privilege.
 pub(crate) const PRIVILEGE: &[&str] = &[
     "sudo", "su", "doas", "pkexec", "run0", "sg", "newgrp", "chroot", "nsenter", "unshare",
-    "capsh", "setpriv",
+    "capsh", "setpriv", "runuser",
 ];
 
 /// Programs that format, partition or wipe disks.
@@ -137,6 +137,7 @@ pub(crate) const WRAPPERS: &[&str] = &[
     "command",
     "exec",
     "xargs",
+    "parallel",
     "stdbuf",
     "setsid",
     "ionice",

@@ -170,6 +170,9 @@ pub struct ShellFacts {
     pub arithmetic_on_variables: bool,
     /// The tree nests deeper than [`MAX_TREE_DEPTH`]; what lies below was not walked.
     pub too_deep: bool,
+    /// Named node kinds the walk met and does not model (a grammar upgrade's new construct).
+    /// Their children were still walked, but what the construct itself does is unknown.
+    pub unmodelled: Vec<String>,
     /// Places where bash evaluates a value as code, described: indirection (`${!x}`), prompt
     /// expansion (`${x@P}`), a subscript `[[ -v … ]]` evaluates.
     pub evaluations: Vec<String>,
@@ -198,7 +201,8 @@ impl ShellFacts {
             && self.evaluations.is_empty()
             && !self.arithmetic_on_variables
             && !self.background
-            && !self.too_deep;
+            && !self.too_deep
+            && self.unmodelled.is_empty();
         match self.commands.as_slice() {
             [only]
                 if nothing_beside && only.assignments.is_empty() && only.redirects.is_empty() =>
@@ -244,6 +248,7 @@ impl ShellFacts {
         self.heredocs.extend(other.heredocs);
         self.arithmetic_on_variables |= other.arithmetic_on_variables;
         self.too_deep |= other.too_deep;
+        self.unmodelled.extend(other.unmodelled);
         self.background |= other.background;
         self.evaluations.extend(other.evaluations);
         // A second reading means the first one was not the whole story.
