@@ -112,6 +112,29 @@ fn helpers_of(netns: &str) -> Vec<i32> {
         .collect()
 }
 
+/// How a helper process is confined, from its `/proc` entries.
+#[derive(Debug)]
+struct Confinement {
+    seccomp: String,
+    mnt: std::path::PathBuf,
+    cap_eff: u64,
+}
+
+fn confinement_of(pid: i32) -> Option<Confinement> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    Some(Confinement {
+        seccomp: field("Seccomp:")?,
+        mnt: std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok()?,
+        cap_eff: u64::from_str_radix(&field("CapEff:")?, 16).ok()?,
+    })
+}
+
 #[tokio::test]
 async fn the_network_helper_is_stopped_and_nothing_survives() {
     let (_d, ws) = workspace();
@@ -134,7 +157,9 @@ async fn the_network_helper_is_stopped_and_nothing_survives() {
                     .ok()
                 })
                 .collect();
-            (!pidfds.is_empty()).then_some((netns, helpers, pidfds))
+            // Read while the helper runs: its seccomp mode, mount namespace and capabilities.
+            let confinement: Vec<_> = helpers.iter().map(|p| confinement_of(*p)).collect();
+            (!pidfds.is_empty()).then_some((netns, helpers, pidfds, confinement))
         })
         .await;
         gate.open();
@@ -143,9 +168,48 @@ async fn the_network_helper_is_stopped_and_nothing_survives() {
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
     assert!(res.stdout.ends_with("done\n"), "{res:?}");
     // Positive control: this sandbox's helper was alive while the command ran.
-    let (netns, helpers, pidfds) =
+    let (netns, helpers, pidfds, confinement) =
         seen.expect("no slirp4netns serving the sandbox's namespace was ever seen");
-    eprintln!("slirp4netns {helpers:?} served {}", netns.trim());
+    eprintln!(
+        "slirp4netns {helpers:?} served {}: {confinement:?}",
+        netns.trim()
+    );
+    // Issue 20 item 9: the helper parses the sandbox's packets, so it runs under its own
+    // seccomp filter, in its own mount namespace, and (as root) without its capabilities.
+    // Unprivileged it has no host capability to drop and cannot make a mount namespace (the
+    // sandbox's user namespace does not map root): the filter is what it gets.
+    let root = rustix::process::geteuid().is_root();
+    let own_mnt = std::fs::read_link("/proc/self/ns/mnt").unwrap();
+    for (pid, c) in helpers.iter().zip(&confinement) {
+        let c = c
+            .as_ref()
+            .unwrap_or_else(|| panic!("slirp4netns {pid}: status unreadable"));
+        assert_eq!(
+            c.seccomp, "2",
+            "slirp4netns {pid} runs without its seccomp filter"
+        );
+        if root {
+            assert_ne!(
+                c.mnt, own_mnt,
+                "slirp4netns {pid} shares Spear's mount namespace"
+            );
+            // Only CAP_NET_BIND_SERVICE (bit 10) may stay.
+            assert_eq!(
+                c.cap_eff & !(1 << 10),
+                0,
+                "slirp4netns {pid} keeps capabilities {:#x}",
+                c.cap_eff
+            );
+        }
+    }
+    record_feature(
+        "slirp_confined",
+        if root {
+            "seccomp filter, own mount namespace, capabilities dropped"
+        } else {
+            "seccomp filter (unprivileged: no host capabilities)"
+        },
+    );
     // Once run() returned, each has exited: its pidfd is readable at once (exit, or zombie).
     for (pid, fd) in helpers.iter().zip(&pidfds) {
         assert!(

@@ -54,6 +54,11 @@ pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), NetworkSupportEr
             if !text.contains("--netns-type") || !text.contains("--userns-path") {
                 return Err(NetworkSupportError::NoPinnedNamespaces);
             }
+            // The helper parses the sandbox's untrusted packets; it is never run without its
+            // own mount namespace and syscall filter.
+            if !text.contains("--enable-sandbox") || !text.contains("--enable-seccomp") {
+                return Err(NetworkSupportError::NoSelfConfinement);
+            }
             // Unprivileged, slirp4netns opens /dev/net/tun inside the sandbox's namespaces
             // with no privilege on the host: the device must be open to everyone, as
             // distributions ship it.
@@ -200,8 +205,19 @@ async fn attach(
         .arg("--configure")
         .arg("--mtu=65520")
         .arg("--netns-type=path")
+        // Its seccomp filter always: a flaw in libslirp reached by the sandbox's packets then
+        // holds only the calls slirp needs. If the helper cannot start with it, it reports an
+        // error and the network is refused.
+        .arg("--enable-seccomp")
         .arg(format!("--userns-path=/proc/self/fd/{}", user.as_raw_fd()))
         .arg(format!("--ready-fd={}", ready_write.as_raw_fd()));
+    // As root, also its own mount namespace with every capability but binding low ports
+    // dropped. Unprivileged it has no capability on the host to drop, and it cannot make the
+    // mount namespace: slirp4netns builds it as root of the namespace's owning user namespace,
+    // and the sandbox's maps only the person's uid, never root.
+    if rustix::process::geteuid().is_root() {
+        cmd.arg("--enable-sandbox");
+    }
     if !allow_host_loopback {
         cmd.arg("--disable-host-loopback");
     }

@@ -22,6 +22,11 @@ pub enum NetworkSupportError {
          --userns-path); install slirp4netns 0.4 or newer"
     )]
     NoPinnedNamespaces,
+    #[error(
+        "this slirp4netns cannot confine itself (no --enable-sandbox / --enable-seccomp), and \
+         Spear never runs it unconfined; install slirp4netns 0.4 or newer built with libseccomp"
+    )]
+    NoSelfConfinement,
     /// Unprivileged, slirp4netns opens the device inside the sandbox's namespaces.
     #[error(
         "slirp4netns cannot open /dev/net/tun as this user ({0}); the device should be mode \
