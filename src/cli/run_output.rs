@@ -6,6 +6,7 @@
 use std::io::{IsTerminal, Write};
 
 use spear::agent::event::{AgentEvent, StopReason};
+use spear::harness::audit::display::{escape_controls, escape_controls_keeping_lines};
 use spear::harness::primitives::ToolStatus;
 use spear::harness::secrets::redact_text;
 use spear::tools::envelope::ToolResultEnvelope;
@@ -76,7 +77,7 @@ impl Printer {
     fn note(&mut self, text: &str) {
         self.clear_spinner();
         self.end_line();
-        eprintln!("spear: {text}");
+        eprintln!("spear: {}", visible(text));
     }
 
     /// Show one event.
@@ -216,37 +217,33 @@ fn tool_line(env: &ToolResultEnvelope, target: &str) -> String {
 
 /// Model text with its line breaks and tabs, other control characters escaped (a model can be
 /// made to repeat what a hostile file says, escape sequences included).
+/// The model's prose with its lines and tabs, every other control or invisible format
+/// character (ESC, CR, a bidi override) shown escaped.
 fn visible_text(s: &str) -> String {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return s.to_string();
-    }
-    s.split('\n')
-        .map(visible_keeping_tabs)
-        .collect::<Vec<_>>()
-        .join("\n")
+    escape_controls_keeping_lines(s).into_owned()
 }
 
-fn visible_keeping_tabs(s: &str) -> String {
-    s.split('\t').map(visible).collect::<Vec<_>>().join("\t")
-}
-
-/// Control characters (a command's ESC, BEL, CR) shown escaped, so a tool line cannot move the
-/// cursor or fake other lines on the person's terminal.
+/// One line for a person: control and format characters (a command's ESC, BEL, CR, a bidi
+/// override) shown escaped, so a tool line cannot move the cursor, fake other lines or reverse
+/// what is read.
 fn visible(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    escape_controls(s).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::status_target;
+    use super::{status_target, visible, visible_text};
+
+    /// Issue 20 item 11: the plain output escapes bidi and invisible format characters, and
+    /// keeps the answer's lines and tabs.
+    #[test]
+    fn plain_output_escapes_bidi_and_keeps_lines() {
+        assert_eq!(
+            visible_text("a\u{202e}b\tc\n\u{2066}d\x1b[2J"),
+            "a\\u{202e}b\tc\n\\u{2066}d\\x1b[2J"
+        );
+        assert_eq!(visible("x\u{200f}\ny"), "x\\u{200f}\\ny");
+    }
 
     /// Issue 10, item 5: the status line of a call shows its command redacted.
     #[test]

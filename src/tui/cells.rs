@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::harness::audit::display::escape_controls_keeping_lines;
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tui::diff::FileDiff;
 
@@ -185,6 +186,8 @@ impl Cells {
 
     /// Append streamed assistant text to the streaming message, or start one.
     pub fn stream_text(&mut self, delta: &str, reasoning: bool) {
+        // The model's text is shown as it came, less what a terminal would act on or reorder.
+        let delta = &*escape_controls_keeping_lines(delta);
         if let Some(last) = self.items.last_mut() {
             match (&mut last.kind, reasoning) {
                 (

@@ -8,6 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Widget};
 
+use crate::harness::audit::display::is_unsafe_char;
 use crate::tui::app::{App, Focus};
 use crate::tui::commands;
 use crate::tui::widgets::audit_pane::AuditPane;
@@ -97,5 +98,32 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
             theme: t,
         }
         .render(area, buf);
+    }
+    scrub(buf, area);
+}
+
+/// The last wall before the terminal: whatever text reached a cell (a file's name, a command's
+/// output, a server's error), no character a terminal acts on or that reorders the line (ESC,
+/// CR, a bidi override, a zero-width format character) is written. Each is replaced by `�` in
+/// its cell when it was the cell's whole content, and dropped when it rode on a visible
+/// character (ratatui joins zero-width characters to the cell before them). The views escape
+/// such characters visibly where they take text in; this pass guarantees none is missed.
+fn scrub(buf: &mut ratatui::buffer::Buffer, area: Rect) {
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right() {
+            let Some(cell) = buf.cell_mut((x, y)) else {
+                continue;
+            };
+            let symbol = cell.symbol();
+            if !symbol.chars().any(is_unsafe_char) {
+                continue;
+            }
+            let clean: String = symbol.chars().filter(|c| !is_unsafe_char(*c)).collect();
+            if clean.is_empty() {
+                cell.set_symbol("\u{fffd}");
+            } else {
+                cell.set_symbol(&clean);
+            }
+        }
     }
 }

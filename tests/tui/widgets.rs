@@ -342,3 +342,56 @@ fn patch_call(
         },
     );
 }
+
+/// Issue 20 item 11: no bidi override, isolate, zero-width format character or control reaches
+/// the terminal from any text the screen shows: the model's answer is shown with them escaped,
+/// and a command's output, which the screen takes as it came, has them removed from its cells.
+#[test]
+fn bidi_and_invisible_format_characters_never_reach_the_terminal() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "list the files", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    agent(
+        &mut app,
+        AgentEvent::TextDelta {
+            text: "see notes\u{202e}txt.exe\u{202c} and \u{2066}x\u{2069}\u{200b}y\r\n".into(),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "terminal".into(),
+            arguments: json!({"command": "ls \u{202e}fdp.sh"}),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::OutputChunk {
+            call_id: "c1".into(),
+            stream: "stdout",
+            text: "evil\u{202e}gpj.exe\nok\u{2067}a\u{2069}\n".into(),
+        },
+    );
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| spear::tui::ui::draw(&app, f)).unwrap();
+    let buf = term.backend().buffer();
+    let mut shown = String::new();
+    for y in 0..24 {
+        for x in 0..80 {
+            let symbol = buf[(x, y)].symbol();
+            for c in symbol.chars() {
+                assert!(
+                    !spear::harness::audit::display::is_unsafe_char(c),
+                    "U+{:04X} reached the terminal at ({x}, {y})",
+                    u32::from(c)
+                );
+            }
+            shown.push_str(symbol);
+        }
+        shown.push('\n');
+    }
+    // The answer says what was there.
+    assert!(shown.contains("notes\\u{202e}txt.exe"), "{shown}");
+}

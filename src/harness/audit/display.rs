@@ -76,9 +76,53 @@ pub fn escape_controls(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` escaped as [`escape_controls`] does, but with its line breaks and tabs kept: for
+/// prose that is shown as lines (a model's answer, a command's output), where the terminal's
+/// own line handling is wanted and every other control or format character is not.
+pub fn escape_controls_keeping_lines(text: &str) -> Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| is_unsafe_char(c) && c != '\n' && c != '\t')
+    {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for (j, piece) in line.split('\t').enumerate() {
+            if j > 0 {
+                out.push('\t');
+            }
+            out.push_str(&escape_controls(piece));
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prose_keeps_its_lines_and_tabs_and_loses_the_rest() {
+        assert_eq!(
+            escape_controls_keeping_lines("a\tb\nc\u{202e}d\x1b[2J\r\n"),
+            "a\tb\nc\\u{202e}d\\x1b[2J\\r\n"
+        );
+        assert!(matches!(
+            escape_controls_keeping_lines("plain\n\ttext"),
+            Cow::Borrowed(_)
+        ));
+        let all: String = (0u32..0x11_0000).filter_map(char::from_u32).collect();
+        let shown = escape_controls_keeping_lines(&all);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| is_unsafe_char(c) && c != '\n' && c != '\t')
+        );
+    }
 
     #[test]
     fn terminal_controls_become_visible_escapes() {
