@@ -10,6 +10,7 @@ use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ToolStatus;
 use spear::tools::approval::{CallApprovalRequest, CallApprover};
 use spear::tools::preview::{Preview, head_and_tail};
+use spear::tui::widgets::confirm::GUARD;
 
 /// Diff lines the terminal prompt shows from the start of a change, and from its end.
 const DIFF_HEAD: usize = 40;
@@ -112,6 +113,12 @@ pub fn ask_on_tty(lines: &[String]) -> ApprovalDecision {
     }
     let _ = write!(out, "Allow? [y/N] ");
     let _ = out.flush();
+    // Only a key pressed after the person could read the question answers it: what was typed
+    // before it appeared (a `y` meant for something else, or typed ahead) and in the screen's
+    // guard time after is discarded, as the screen's dialog ignores it.
+    discard_typed_ahead(&tty);
+    std::thread::sleep(GUARD);
+    discard_typed_ahead(&tty);
     let mut line = String::new();
     match std::io::BufReader::new(&tty).read_line(&mut line) {
         Ok(0) | Err(_) => ApprovalDecision::Cancel("the terminal closed before an answer".into()),
@@ -120,6 +127,12 @@ pub fn ask_on_tty(lines: &[String]) -> ApprovalDecision {
         }
         Ok(_) => ApprovalDecision::Deny(None),
     }
+}
+
+/// Drop the terminal's pending input. A failure leaves it in place; the answer is then read
+/// as before, and nothing else depends on it.
+fn discard_typed_ahead(tty: &std::fs::File) {
+    let _ = rustix::termios::tcflush(tty, rustix::termios::QueueSelector::IFlush);
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub struct Reply {
     /// The body, sent as these frames (each one HTTP chunk).
     pub frames: Vec<Bytes>,
     pub end: StreamEnd,
+    /// How long the body waits before its first frame (a model slow to answer).
+    pub delay: Duration,
 }
 
 impl Reply {
@@ -50,6 +52,7 @@ impl Reply {
             headers: vec![("content-type".into(), "text/event-stream".into())],
             frames: vec![Bytes::from(body.into())],
             end: StreamEnd::Finish,
+            delay: Duration::ZERO,
         }
     }
 
@@ -60,6 +63,7 @@ impl Reply {
             headers: vec![("content-type".into(), "application/json".into())],
             frames: vec![Bytes::from(body.to_string())],
             end: StreamEnd::Finish,
+            delay: Duration::ZERO,
         }
     }
 
@@ -96,6 +100,12 @@ impl Reply {
 
     pub fn ending(mut self, end: StreamEnd) -> Self {
         self.end = end;
+        self
+    }
+
+    /// Hold the body back this long before its first frame.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
         self
     }
 }
@@ -250,7 +260,7 @@ async fn answer(
         frames: rx,
         closed: shared.closed.clone(),
     });
-    tokio::spawn(feed(reply.frames, reply.end, tx));
+    tokio::spawn(feed(reply.frames, reply.end, reply.delay, tx));
     let mut response = Response::builder()
         .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
     for (name, value) in &reply.headers {
@@ -269,7 +279,8 @@ fn plain(status: u16, text: &'static str) -> Response<Body> {
 
 type FrameResult = Result<Frame<Bytes>, std::io::Error>;
 
-async fn feed(frames: Vec<Bytes>, end: StreamEnd, tx: mpsc::Sender<FrameResult>) {
+async fn feed(frames: Vec<Bytes>, end: StreamEnd, delay: Duration, tx: mpsc::Sender<FrameResult>) {
+    tokio::time::sleep(delay).await;
     for frame in frames {
         if tx.send(Ok(Frame::data(frame))).await.is_err() {
             return;

@@ -171,3 +171,66 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
     let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
     assert_eq!(alt.trim(), "0", "the pane has left the alternate screen");
 }
+
+/// Issue 20 item 10: `spear run`'s line-mode question takes only a key pressed after it
+/// appeared. A `y` typed while the model is still thinking (before the question) is discarded,
+/// so the question still waits; the `n` typed after it answers.
+#[test]
+fn the_line_mode_question_ignores_keys_typed_before_it_appeared() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = workspace(&base);
+    let server = MockServer::start([
+        // The model takes a while: the early `y` lands in this time.
+        tool_calls_answer(&[(
+            "call_touch",
+            "terminal",
+            json!({ "command": "touch made.txt" }),
+        )])
+        .after(Duration::from_millis(1500)),
+        text_answer("Did not make it."),
+    ]);
+    let tmux = Tmux {
+        socket: format!("spear-line-{}", std::process::id()),
+    };
+    let command = format!(
+        "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
+         XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
+         SPEAR_API_KEY=sk-e2e '{bin}' --workspace '{ws}' run --mode ask 'make a file'; \
+         echo SPEAR-EXITED $?; sleep 60",
+        path = std::env::var("PATH").unwrap_or_default(),
+        home = base.display(),
+        url = server.base_url,
+        bin = env!("CARGO_BIN_EXE_spear"),
+        ws = project.display(),
+    );
+    let cwd = project.display().to_string();
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "e2e",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "-c",
+        &cwd,
+        &command,
+    ]);
+    // Typed ahead, before the question exists.
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.keys(&["y", "Enter"]);
+    tmux.wait_for("Allow? [y/N]");
+    past_the_guard();
+    std::thread::sleep(Duration::from_millis(500));
+    let waiting = tmux.screen();
+    assert!(
+        !waiting.contains("SPEAR-EXITED") && !project.join("made.txt").exists(),
+        "the early `y` answered the question:\n{waiting}"
+    );
+    tmux.keys(&["n", "Enter"]);
+    let after = tmux.wait_for("SPEAR-EXITED");
+    assert!(after.contains("Did not make it."), "{after}");
+    assert!(!project.join("made.txt").exists(), "{after}");
+}
