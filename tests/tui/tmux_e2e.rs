@@ -18,6 +18,40 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// Spear with `args` (after `--workspace PROJECT`) in a fresh tmux server's session `e2e`,
+    /// 120x40, against `server`, with a clean environment under `base`; when Spear exits the
+    /// pane prints `SPEAR-EXITED <status>` and stays.
+    fn spear(name: &str, base: &Path, project: &Path, server: &MockServer, args: &str) -> Tmux {
+        let tmux = Tmux {
+            socket: format!("{name}-{}", std::process::id()),
+        };
+        let command = format!(
+            "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
+             XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
+             SPEAR_API_KEY=sk-e2e '{bin}' --workspace '{ws}' {args}; echo SPEAR-EXITED $?; sleep 60",
+            path = std::env::var("PATH").unwrap_or_default(),
+            home = base.display(),
+            url = server.base_url,
+            bin = env!("CARGO_BIN_EXE_spear"),
+            ws = project.display(),
+        );
+        let cwd = project.display().to_string();
+        tmux.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            &cwd,
+            &command,
+        ]);
+        tmux
+    }
+
     fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-L")
@@ -98,33 +132,7 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
         Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"pondering\"}}]}\n\n")
             .ending(StreamEnd::Hang(Duration::from_millis(200))),
     ]);
-    let tmux = Tmux {
-        socket: format!("spear-e2e-{}", std::process::id()),
-    };
-    let command = format!(
-        "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
-         XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
-         SPEAR_API_KEY=sk-e2e '{bin}' --mode ask --workspace '{ws}'; echo SPEAR-EXITED $?; sleep 60",
-        path = std::env::var("PATH").unwrap_or_default(),
-        home = base.display(),
-        url = server.base_url,
-        bin = env!("CARGO_BIN_EXE_spear"),
-        ws = project.display(),
-    );
-    let cwd = project.display().to_string();
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-c",
-        &cwd,
-        &command,
-    ]);
+    let tmux = Tmux::spear("spear-e2e", &base, &project, &server, "--mode ask");
     tmux.wait_for("Ask Spear");
     tmux.type_text("change world to Spear");
     tmux.keys(&["Enter"]);
@@ -190,34 +198,13 @@ fn the_line_mode_question_ignores_keys_typed_before_it_appeared() {
         .after(Duration::from_millis(1500)),
         text_answer("Did not make it."),
     ]);
-    let tmux = Tmux {
-        socket: format!("spear-line-{}", std::process::id()),
-    };
-    let command = format!(
-        "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
-         XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
-         SPEAR_API_KEY=sk-e2e '{bin}' --workspace '{ws}' run --mode ask 'make a file'; \
-         echo SPEAR-EXITED $?; sleep 60",
-        path = std::env::var("PATH").unwrap_or_default(),
-        home = base.display(),
-        url = server.base_url,
-        bin = env!("CARGO_BIN_EXE_spear"),
-        ws = project.display(),
+    let tmux = Tmux::spear(
+        "spear-line",
+        &base,
+        &project,
+        &server,
+        "run --mode ask 'make a file'",
     );
-    let cwd = project.display().to_string();
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "-c",
-        &cwd,
-        &command,
-    ]);
     // Typed ahead, before the question exists.
     std::thread::sleep(Duration::from_millis(300));
     tmux.keys(&["y", "Enter"]);
