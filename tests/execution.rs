@@ -70,3 +70,5 @@ mod git_walls;
 
 #[path = "execution/direct.rs"]
 mod direct;
+#[path = "execution/set_id.rs"]
+mod set_id;

@@ -336,10 +336,16 @@ async fn probe_walls(runner: &CommandRunner) -> Walls {
         .any(|l| l.split_whitespace().eq(["Seccomp:", "2"]))
     {
         Ok(format!(
-            "on in every sandbox: {} calls fail with EPERM ({}); a call through another ABI \
-             (x32 or i386 on x86_64, arm32 on aarch64) kills the process",
+            "on in every sandbox: {} calls fail with EPERM ({}); {} fail with EPERM when the \
+             mode carries a set-uid or set-gid bit; openat2 answers ENOSYS; a call through \
+             another ABI (x32 or i386 on x86_64, arm32 on aarch64) kills the process",
             names.len(),
-            names.join(", ")
+            names.join(", "),
+            seccomp::set_id::mode_calls()
+                .iter()
+                .map(|c| c.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     } else {
         Err((

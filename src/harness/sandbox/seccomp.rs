@@ -3,6 +3,8 @@
 //! command starts is. The calls in [`refused_calls`] fail with EPERM, as container runtimes
 //! refuse them; a call made through another ABI than the native one (i386 `int 0x80`, x32)
 //! kills the process, since a filter written for one syscall table cannot judge another.
+//! Calls that set a file mode are refused when the mode carries a set-id bit, and `openat2`
+//! answers ENOSYS (`seccomp_set_id.rs`).
 //! Invariant: on an architecture this table does not describe, no program is built, and the
 //! launch fails instead of running the command unfiltered.
 
@@ -14,6 +16,9 @@ use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch, sock_fil
 use serde::Serialize;
 
 use super::SandboxError;
+
+#[path = "seccomp_set_id.rs"]
+pub mod set_id;
 
 /// One refused system call: its name, its number on this architecture, and why it is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -245,11 +250,37 @@ fn abi_guard() -> Vec<sock_filter> {
     Vec::new()
 }
 
+/// Calls whose arguments a filter cannot read answer ENOSYS, as on a kernel without them
+/// (`openat2`, see `seccomp_set_id`). Run after the ABI guard, before seccompiler's program.
+/// On an architecture without a guard this runs before seccompiler's own architecture check,
+/// where a foreign call with the same number is refused too: a refusal, never an allowance.
+fn enosys_calls() -> Vec<sock_filter> {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    const NR_OFFSET: u32 = 0;
+    let op = |code: u16, k: u32, jt: u8, jf: u8| sock_filter { code, jt, jf, k };
+    let mut program = vec![op(LD_W_ABS, NR_OFFSET, 0, 0)];
+    for (nr, _) in set_id::ENOSYS_CALLS {
+        program.push(op(JEQ_K, *nr as u32, 0, 1));
+        program.push(op(
+            RET_K,
+            libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32,
+            0,
+            0,
+        ));
+    }
+    program
+}
+
 /// The filter program for this machine.
 pub fn program() -> Result<BpfProgram, SandboxError> {
     let arch = target_arch(std::env::consts::ARCH)?;
-    let rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
+    let mut rules: BTreeMap<i64, Vec<seccompiler::SeccompRule>> =
         refused_calls().iter().map(|c| (c.nr, Vec::new())).collect();
+    for call in set_id::mode_calls() {
+        rules.insert(call.nr, set_id::rules(&call)?);
+    }
     let broken = SandboxError::SeccompBuild;
     let filter = SeccompFilter::new(
         rules,
@@ -260,6 +291,7 @@ pub fn program() -> Result<BpfProgram, SandboxError> {
     .map_err(broken)?;
     let body: BpfProgram = filter.try_into().map_err(broken)?;
     let mut program = abi_guard();
+    program.extend(enosys_calls());
     program.extend(body);
     Ok(program)
 }

@@ -19,6 +19,11 @@ const FOREIGN: u32 = 0x4000_0028;
 
 /// Run `prog` on a `seccomp_data` with `arch` and `nr` (arguments all zero), as the kernel does.
 fn judge(prog: &[sock_filter], arch: u32, nr: u32) -> u32 {
+    judge_args(prog, arch, nr, [0; 6])
+}
+
+/// The same with these arguments (`seccomp_data.args`, little-endian words at 16 + 8 i).
+fn judge_args(prog: &[sock_filter], arch: u32, nr: u32, args: [u64; 6]) -> u32 {
     let mut pc = 0usize;
     let mut acc = 0u32;
     for _ in 0..prog.len() + 1 {
@@ -30,7 +35,14 @@ fn judge(prog: &[sock_filter], arch: u32, nr: u32) -> u32 {
                 acc = match k {
                     0 => nr,
                     4 => arch,
-                    16..=63 => 0,
+                    16..=63 => {
+                        let arg = args[(k as usize - 16) / 8];
+                        if (k - 16) % 8 == 0 {
+                            arg as u32
+                        } else {
+                            (arg >> 32) as u32
+                        }
+                    }
                     other => panic!("load at offset {other}"),
                 }
             }
@@ -166,4 +178,66 @@ fn an_undescribed_architecture_is_refused_with_a_reason() {
         );
     }
     assert!(target_arch("x86_64").is_ok() && target_arch("aarch64").is_ok());
+}
+
+const ENOSYS: u32 = 0x0005_0000 | libc::ENOSYS as u32;
+
+/// Issue 20: no call sets a set-id bit; the same calls with an ordinary mode pass; an open that
+/// does not create is not judged on its (unused) mode; openat2 answers ENOSYS.
+#[test]
+fn set_id_modes_are_refused_and_ordinary_modes_pass() {
+    let prog = program().unwrap();
+    let calls = set_id::mode_calls();
+    assert!(calls.len() >= 5, "{calls:?}");
+    let creat = libc::O_CREAT as u64 | libc::O_WRONLY as u64;
+    let tmpfile = libc::O_TMPFILE as u64 | libc::O_RDWR as u64;
+    for call in &calls {
+        let mut args = [0u64; 6];
+        // Where this call has its mode and, for the opening calls, its flags.
+        let (mode_at, flags_at) = match call.name {
+            "fchmod" | "chmod" | "creat" | "mknod" => (1, None),
+            "fchmodat" | "fchmodat2" | "mknodat" => (2, None),
+            "openat" => (3, Some(2)),
+            "open" => (2, Some(1)),
+            other => panic!("no argument layout for {other}"),
+        };
+        for (mode, want) in [
+            (0o4755u64, EPERM),
+            (0o2755, EPERM),
+            (0o6777, EPERM),
+            (0o104755, EPERM),
+            (0o755, ALLOW),
+            (0o644, ALLOW),
+            (0o1777, ALLOW),
+            // The upper word is not the mode (mode_t is 32 bits).
+            (0o4000u64 << 32 | 0o644, ALLOW),
+        ] {
+            args[mode_at] = mode;
+            if let Some(f) = flags_at {
+                // Without O_CREAT or the whole of O_TMPFILE the mode is not used.
+                for (flags, want) in [
+                    (creat, want),
+                    (tmpfile, want),
+                    (libc::O_RDONLY as u64, ALLOW),
+                    (libc::O_DIRECTORY as u64, ALLOW),
+                ] {
+                    args[f] = flags;
+                    assert_eq!(
+                        judge_args(&prog, NATIVE, call.nr as u32, args),
+                        want,
+                        "{} mode {mode:o} flags {flags:o}",
+                        call.name
+                    );
+                }
+            } else {
+                assert_eq!(
+                    judge_args(&prog, NATIVE, call.nr as u32, args),
+                    want,
+                    "{} mode {mode:o}",
+                    call.name
+                );
+            }
+        }
+    }
+    assert_eq!(judge(&prog, NATIVE, libc::SYS_openat2 as u32), ENOSYS);
 }
