@@ -1,9 +1,12 @@
 //! The cost `changed_paths` adds to a writable command: a snapshot of a workspace of 10,000
 //! files (100 directories of 100), and the whole before/after comparison (two walks and the
-//! diff). A read-only command pays nothing: no snapshot is taken.
+//! diff). A read-only command pays nothing: no snapshot is taken. Beside them, in the same run,
+//! the after-run mode check (issue 20) every writable command pays: one unbounded walk of the
+//! same tree looking for set-id files and widened guarded directories.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use spear::harness::workspace::WorkspaceSnapshot;
+use spear::harness::workspace::modes::{CtimeMark, repair_after_run};
 use spear::harness::workspace::snapshot::DEFAULT_MAX_ENTRIES;
 
 fn bench(c: &mut Criterion) {
@@ -31,6 +34,9 @@ fn bench(c: &mut Criterion) {
             let after = WorkspaceSnapshot::take_after(&root, &before, &[], DEFAULT_MAX_ENTRIES);
             WorkspaceSnapshot::changes(&before, &after).all().len()
         })
+    });
+    g.bench_function("mode check 10k files", |b| {
+        b.iter(|| repair_after_run(&root, CtimeMark::now(), &[]).map(|f| f.len()))
     });
     g.finish();
 }

@@ -16,5 +16,7 @@ mod compose;
 mod corpus;
 #[path = "classify/differential.rs"]
 mod differential;
+#[path = "classify/everyday.rs"]
+mod everyday;
 #[path = "classify/properties.rs"]
 mod properties;

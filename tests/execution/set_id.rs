@@ -96,3 +96,55 @@ async fn no_command_leaves_a_set_id_file() {
     );
     record_feature("set_id_refused", "chmod, install, open, tar, cp -p");
 }
+
+/// What the sandbox lets a command do to the directories that must stay the owner's (the
+/// workspace root and `.git`): make them writable by others through the mode or an ACL. The run
+/// fails naming each, and on the host afterwards each is back to the owner alone.
+#[tokio::test]
+async fn a_widened_root_or_git_directory_is_narrowed_again_and_named() {
+    require_python();
+    let (_d, ws) = workspace();
+    std::fs::create_dir(ws.join(".git")).unwrap();
+    std::fs::set_permissions(&ws, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(ws.join(".git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = runner(&ws);
+    // An access ACL giving a named group (the only one the sandbox maps: the person's own)
+    // rwx: version 2, then (tag, perm, id) entries in tag order.
+    let script = r#"
+chmod 777 .git; echo "chmod-git=$?"
+chmod 775 .; echo "chmod-root=$?"
+python3 - <<'PY'
+import os, struct
+entries = [(0x01, 7, 0xFFFFFFFF), (0x04, 5, 0xFFFFFFFF), (0x08, 7, os.getgid()), (0x10, 7, 0xFFFFFFFF), (0x20, 5, 0xFFFFFFFF)]
+acl = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries)
+try:
+    os.setxattr(".", "system.posix_acl_access", acl)
+    print("acl=set")
+except OSError as e:
+    print("acl=unsupported", e.errno)
+PY
+"#;
+    let res = run(&r, writable(), script).await;
+    eprintln!("{}", res.stdout);
+    assert!(res.stdout.contains("chmod-git=0"), "{res:?}");
+    assert_eq!(res.status, ToolStatus::Failed, "{res:?}");
+    let reason = res.reason.clone().unwrap_or_default();
+    assert!(
+        reason.contains("`.git` writable by others (777) (cleared)"),
+        "{reason}"
+    );
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&ws.join(".git")), 0o755, "{reason}");
+    assert_eq!(mode(&ws) & 0o022, 0, "{reason}");
+    if res.stdout.contains("acl=set") {
+        assert!(
+            reason.contains("`.` with an ACL that lets others write (cleared)"),
+            "{reason}"
+        );
+        let mut buf = [0u8; 256];
+        assert!(
+            rustix::fs::getxattr(&ws, "system.posix_acl_access", &mut buf).is_err(),
+            "the ACL is still on the workspace root"
+        );
+    }
+}

@@ -25,6 +25,7 @@ use crate::harness::sandbox::{
     SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
     env, ledger, spec,
 };
+use crate::harness::workspace::modes;
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
 
@@ -137,6 +138,15 @@ fn remove_created(paths: &[PathBuf]) -> Vec<(PathBuf, bool)> {
             Some((p.clone(), removed))
         })
         .collect()
+}
+
+/// The run failed for `why`, after whatever reason it already had.
+fn fail_with(result: &mut ToolResult, why: String) {
+    result.status = ToolStatus::Failed;
+    result.reason = Some(match result.reason.take() {
+        Some(r) => format!("{r}; {why}"),
+        None => why,
+    });
 }
 
 fn cancelled_before_start() -> ToolResult {
@@ -477,6 +487,19 @@ impl CommandRunner {
                 .collect(),
             false => Vec::new(),
         };
+        // Directories that must stay the owner's alone after the run (with the root and
+        // `.git`, which the check always guards): the protected directories.
+        let guarded: Vec<PathBuf> = spec
+            .protections
+            .iter()
+            .filter_map(|p| match p {
+                Protection::ReadOnly(p) if p.is_dir() => {
+                    p.strip_prefix(&self.workspace).ok().map(Path::to_path_buf)
+                }
+                _ => None,
+            })
+            .collect();
+        let since = modes::CtimeMark::now();
         let timeout = req.timeout.unwrap_or(self.config.default_timeout);
         let mut limits = self.launch_limits();
         limits.cancel = cancel.cloned();
@@ -506,6 +529,11 @@ impl CommandRunner {
             WorkspaceSnapshot::changes(&b, &after)
         });
         let created = remove_created(&absent_controls);
+        // Not bounded by the snapshot's limits: a run that could write is checked whole.
+        let left_modes = req
+            .profile
+            .workspace_write
+            .then(|| modes::repair_after_run(&self.workspace, since, &guarded));
         if let Some(h) = hold {
             h.release(&placeholders);
         }
@@ -532,11 +560,21 @@ impl CommandRunner {
                  Spear if you mean it",
                 names.join(", ")
             );
-            result.status = ToolStatus::Failed;
-            result.reason = Some(match result.reason.take() {
-                Some(r) => format!("{r}; {why}"),
-                None => why,
-            });
+            fail_with(&mut result, why);
+        }
+        match left_modes {
+            Some(Ok(found)) if !found.is_empty() => {
+                let names: Vec<String> = found.iter().map(ToString::to_string).collect();
+                let why = format!(
+                    "the command left {}: a set-id file runs with its owner's rights, and a \
+                     repository or workspace others can write lets them change what git and \
+                     your tools run",
+                    names.join(", ")
+                );
+                fail_with(&mut result, why);
+            }
+            Some(Err(e)) => fail_with(&mut result, e.to_string()),
+            _ => {}
         }
         if let Some(c) = changes {
             result.changed_paths = c.all();

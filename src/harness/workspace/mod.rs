@@ -5,6 +5,7 @@
 //! redirect a read or a write.
 
 mod fs_ops;
+pub mod modes;
 mod refusal;
 mod resolve;
 pub mod snapshot;
