@@ -70,5 +70,11 @@ mod git_walls;
 
 #[path = "execution/direct.rs"]
 mod direct;
+#[path = "execution/git_leftovers.rs"]
+mod git_leftovers;
+#[path = "execution/held_files.rs"]
+mod held_files;
 #[path = "execution/set_id.rs"]
 mod set_id;
+#[path = "execution/sockets.rs"]
+mod sockets;

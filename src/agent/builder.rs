@@ -19,7 +19,7 @@ use crate::agent::transcript::{SessionError, SessionStore};
 use crate::config::HarnessSettings;
 use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
 use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
-use crate::harness::command_runner::{CommandRunner, ProtectedScan, RunnerConfig};
+use crate::harness::command_runner::{CommandRunner, HeldFileCheck, ProtectedScan, RunnerConfig};
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
@@ -139,6 +139,14 @@ pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn Comma
     config.protected_scan = Some(ProtectedScan::new(move || {
         TargetPolicy::default().protected_dirs(&scan_root, PROTECTED_SCAN_BUDGET)
     }));
+    // Generated-header files: the file tools refuse them, and every writer must meet the same
+    // refusal, so commands get them read-only.
+    if let Ok(ws) = Workspace::new(root) {
+        let policy = TargetPolicy::default();
+        config.held_files = Some(HeldFileCheck::new(move |rel| {
+            policy.held_for_commands(&ws, rel)
+        }));
+    }
     let built = CommandRunner::new(config)
         .map_err(|e| e.to_string())
         .and_then(|runner| {

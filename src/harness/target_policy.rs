@@ -333,14 +333,38 @@ impl TargetPolicy {
         let Ok(head) = ws.read_prefix(p, HEADER_BYTES) else {
             return Ok(());
         };
-        let text = String::from_utf8_lossy(&head);
-        for line in text.lines().take(self.header_lines) {
-            if self.headers.get().iter().any(|re| re.is_match(line)) {
-                let quoted: String = line.trim().chars().take(80).collect();
-                return Err((TargetRule::GeneratedHeader, quoted));
-            }
+        match self.generated_header(&head) {
+            Some(quoted) => Err((TargetRule::GeneratedHeader, quoted)),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// The header line (trimmed, at most 80 characters) that says a file beginning with `head`
+    /// is generated, if one does.
+    fn generated_header(&self, head: &[u8]) -> Option<String> {
+        let text = String::from_utf8_lossy(head);
+        text.lines()
+            .take(self.header_lines)
+            .find(|line| self.headers.get().iter().any(|re| re.is_match(line)))
+            .map(|line| line.trim().chars().take(80).collect())
+    }
+
+    /// Why the existing regular file `rel` (workspace-relative) must be held read-only for
+    /// commands, as the person should be told: its header says it is generated. Read through the
+    /// workspace's confined resolver; a file that cannot be read has no header to speak of.
+    pub fn held_for_commands(&self, ws: &Workspace, rel: &Path) -> Option<String> {
+        if self.headers.is_empty() {
+            return None;
+        }
+        let p = ws.resolve(rel, Access::Read).ok()?;
+        let head = ws.read_prefix(&p, HEADER_BYTES).ok()?;
+        self.generated_header(&head).map(|line| {
+            format!(
+                "it is generated (its header says `{line}`), so commands get it read-only. A \
+                 tool that regenerates it fails here with \"Read-only file system\": run the \
+                 generator in your own shell, outside Spear"
+            )
+        })
     }
 
     /// The first directory rule whose components appear consecutively in `comps`.

@@ -20,6 +20,7 @@ use crate::harness::resource_control::{
 };
 use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
+use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
     BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
     SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
@@ -28,6 +29,7 @@ use crate::harness::sandbox::{
 use crate::harness::workspace::modes;
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::MechanismError;
+pub use held_files::{HeldFile, HeldFileCheck};
 
 /// More workspace-relative paths to protect, found by a walk of the tree the first time a
 /// writable run needs them: a read-only run binds nothing writable, so it never pays for the
@@ -59,6 +61,9 @@ pub struct RunnerConfig {
     pub protected_paths: Vec<PathBuf>,
     /// More paths to protect, looked for once, on the first writable run.
     pub protected_scan: Option<ProtectedScan>,
+    /// Asked about every regular file a writable run's before-snapshot sees (answers cached by
+    /// inode, size and times): a file it names is bound read-only for the run.
+    pub held_files: Option<HeldFileCheck>,
     pub resource_limits: ResourceLimits,
     pub cgroup_limits: CgroupLimits,
     pub default_timeout: Duration,
@@ -88,6 +93,7 @@ impl RunnerConfig {
             workspace: workspace.into(),
             protected_paths: Vec::new(),
             protected_scan: None,
+            held_files: None,
             resource_limits: ResourceLimits::default(),
             cgroup_limits: CgroupLimits::default(),
             default_timeout: DEFAULT_TIMEOUT,
@@ -149,6 +155,15 @@ fn fail_with(result: &mut ToolResult, why: String) {
     });
 }
 
+/// Whether the command's output carries an error a write to a read-only bind meets: the bind
+/// itself refuses writes, and its mount point (and the pinned directories above it) cannot be
+/// renamed, replaced or removed.
+fn mentions_read_only_fs(result: &ToolResult) -> bool {
+    ["Read-only file system", "Device or resource busy"]
+        .iter()
+        .any(|e| result.stderr.contains(e) || result.stdout.contains(e))
+}
+
 fn cancelled_before_start() -> ToolResult {
     ToolResult::cancelled("the task was cancelled before the command started; nothing ran")
 }
@@ -166,6 +181,10 @@ pub struct CommandRunner {
     protected: Vec<PathBuf>,
     /// What `config.protected_scan` found, once a writable run asked.
     scanned: std::sync::OnceLock<Vec<PathBuf>>,
+    /// Where the workspace's socket files are, cached by directory between runs.
+    sockets: std::sync::Mutex<SocketSurvey>,
+    /// `config.held_files`'s answers so far.
+    held: std::sync::Mutex<held_files::HeldFileCache>,
     home: PathBuf,
     sandbox: BubblewrapSandbox,
     /// What the sandbox ledger's sweep at creation found (none: no ledger could be opened).
@@ -232,6 +251,8 @@ impl CommandRunner {
             workspace,
             protected,
             scanned: std::sync::OnceLock::new(),
+            sockets: std::sync::Mutex::new(SocketSurvey::new()),
+            held: std::sync::Mutex::new(held_files::HeldFileCache::default()),
             home,
             simulated_missing: Vec::new(),
             host_loopback_for_tests: false,
@@ -318,12 +339,7 @@ impl CommandRunner {
             .map(|p| spec::vet_host_read_path(p, &self.workspace))
             .collect::<Result<Vec<_>, _>>()?;
         let protections = if profile.workspace_write {
-            let mut protected = self.protected.clone();
-            if let Some(scan) = &self.config.protected_scan {
-                protected.extend(self.scanned.get_or_init(|| (scan.0)()).iter().cloned());
-            }
-            protected.extend(spec::existing_git_controls(&self.workspace));
-            spec::plan_protections(&self.workspace, &protected)?
+            spec::plan_protections(&self.workspace, &self.protected_now())?
         } else {
             Vec::new()
         };
@@ -342,6 +358,7 @@ impl CommandRunner {
             proc_read_only: layout.proc_read_only.clone(),
             proc_masked: layout.proc_masked.clone(),
             protections,
+            covered_sockets: self.workspace_sockets(),
             host_read_paths,
             network: SandboxNetwork::Closed,
             info_fd: -1,
@@ -349,6 +366,39 @@ impl CommandRunner {
             seccomp_fd: -1,
             command,
         })
+    }
+
+    /// Every workspace-relative path a writable run keeps read-only, as the workspace is now.
+    fn protected_now(&self) -> Vec<PathBuf> {
+        let mut protected = self.protected.clone();
+        if let Some(scan) = &self.config.protected_scan {
+            protected.extend(self.scanned.get_or_init(|| (scan.0)()).iter().cloned());
+        }
+        protected.extend(spec::existing_git_controls(&self.workspace));
+        protected
+    }
+
+    /// The files `config.held_files` holds among those `before` saw.
+    fn held_files(&self, before: &WorkspaceSnapshot) -> Vec<HeldFile> {
+        let Some(check) = &self.config.held_files else {
+            return Vec::new();
+        };
+        let mut cache = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        cache.held(before, check)
+    }
+
+    /// The workspace's socket files now. A poisoned cache (a panic mid-walk) is only a cache:
+    /// it is walked afresh.
+    fn workspace_sockets(&self) -> Vec<PathBuf> {
+        let mut survey = match self.sockets.lock() {
+            Ok(g) => g,
+            Err(poisoned) => {
+                let mut g = poisoned.into_inner();
+                *g = SocketSurvey::new();
+                g
+            }
+        };
+        survey.survey(&self.workspace)
     }
 
     /// Preflight the sandbox once (cached on the sandbox instance).
@@ -455,6 +505,8 @@ impl CommandRunner {
         if direct.is_some() {
             env::add_shell_exports(&mut spec.env, &self.workspace);
         }
+        // A socket removed between the survey and the mount leaves bwrap's empty mount point
+        // in a writable workspace: it is cleaned up as a placeholder is.
         let placeholders: Vec<PathBuf> = spec
             .protections
             .iter()
@@ -462,6 +514,7 @@ impl CommandRunner {
                 Protection::Placeholder(p) => Some(p.clone()),
                 _ => None,
             })
+            .chain(spec.covered_sockets.iter().cloned())
             .collect();
         // What a writable run changes is found by comparing the tree before and after; a
         // read-only run cannot change it and pays nothing.
@@ -470,6 +523,25 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| WorkspaceSnapshot::take(&self.workspace, &placeholders, max_entries));
+        // Held files are planned with the other protections, so the directories above each are
+        // pinned: a renamed parent cannot carry a replacement in under the held name.
+        let held = before
+            .as_ref()
+            .map(|b| self.held_files(b))
+            .unwrap_or_default();
+        if !held.is_empty() {
+            let mut protected = self.protected_now();
+            protected.extend(held.iter().map(|h| h.rel.clone()));
+            spec.protections = match spec::plan_protections(&self.workspace, &protected) {
+                Ok(p) => p,
+                Err(e) => {
+                    if let Some(h) = hold {
+                        h.release(&placeholders);
+                    }
+                    return ToolResult::failed(e.to_string());
+                }
+            };
+        }
         // A file hard-linked to one outside the workspace would be changed there too through
         // the writable workspace: each stays read-only (binds after every other, so they win).
         if let Some(b) = &before {
@@ -497,6 +569,19 @@ impl CommandRunner {
                     p.strip_prefix(&self.workspace).ok().map(Path::to_path_buf)
                 }
                 _ => None,
+            })
+            .collect();
+        let git_before = req
+            .profile
+            .workspace_write
+            .then(|| git_after_run::GitBefore::take(&self.workspace));
+        // What the run has read-only (nothing it did can show there).
+        let spec_read_only: Vec<PathBuf> = spec
+            .protections
+            .iter()
+            .filter_map(|p| match p {
+                Protection::ReadOnly(p) | Protection::Placeholder(p) => Some(p.clone()),
+                Protection::Pin(_) => None,
             })
             .collect();
         let since = modes::CtimeMark::now();
@@ -534,6 +619,19 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| modes::repair_after_run(&self.workspace, since, &guarded));
+        // Before the hold is released: git's clean-ups run in sandboxes of their own, whose
+        // placeholders are this run's.
+        let git_told = match git_before {
+            Some(b) => {
+                let read_only: Vec<PathBuf> = spec_read_only
+                    .iter()
+                    .filter_map(|p| p.strip_prefix(&self.workspace).ok())
+                    .map(Path::to_path_buf)
+                    .collect();
+                self.git_after_run(b, since, &read_only).await
+            }
+            None => Vec::new(),
+        };
         if let Some(h) = hold {
             h.release(&placeholders);
         }
@@ -575,6 +673,18 @@ impl CommandRunner {
             }
             Some(Err(e)) => fail_with(&mut result, e.to_string()),
             _ => {}
+        }
+        for why in git_told {
+            fail_with(&mut result, why);
+        }
+        // A command that met a held file is told which and why, as a file tool would be.
+        if mentions_read_only_fs(&result) {
+            for h in &held {
+                fail_with(
+                    &mut result,
+                    format!("`{}` was read-only: {}", h.rel.display(), h.why),
+                );
+            }
         }
         if let Some(c) = changes {
             result.changed_paths = c.all();
@@ -738,6 +848,8 @@ impl std::fmt::Debug for CommandRunner {
 
 pub(crate) mod error;
 pub(crate) mod exit;
+mod git_after_run;
+mod held_files;
 
 #[cfg(test)]
 mod tests;

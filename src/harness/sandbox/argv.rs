@@ -113,6 +113,9 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     } else {
         a.same("--ro-bind", &spec.workspace);
     }
+    for s in &spec.covered_sockets {
+        a.two("--ro-bind", "/dev/null", s);
+    }
     for p in &spec.host_read_paths {
         a.same("--ro-bind", p);
     }
@@ -167,6 +170,7 @@ mod tests {
                 Masked::Dir("/proc/acpi".into()),
             ],
             protections: vec![],
+            covered_sockets: vec![],
             host_read_paths: vec![],
             env: vec![("HOME".into(), "/home/u".into())],
             network: SandboxNetwork::Closed,
@@ -199,6 +203,30 @@ mod tests {
             "{HEAD} --ro-bind /w /w --chdir /w --info-fd 3 --userns-block-fd 4 --block-fd 4 {TAIL}"
         ));
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn workspace_sockets_are_covered_after_every_other_workspace_bind() {
+        for write in [false, true] {
+            let mut s = spec();
+            s.workspace_write = write;
+            s.protections = vec![Protection::ReadOnly("/w/.git/config".into())];
+            s.covered_sockets = vec!["/w/run/ctl.sock".into()];
+            let got = build_argv(&s);
+            let cover = got
+                .windows(3)
+                .position(|w| w == ["--ro-bind", "/dev/null", "/w/run/ctl.sock"])
+                .expect("the socket is covered");
+            let workspace = got.iter().position(|a| a == "/w").expect("workspace bound");
+            assert!(cover > workspace, "{got:?}");
+            if write {
+                let protection = got
+                    .iter()
+                    .position(|a| a == "/w/.git/config")
+                    .expect("protection bound");
+                assert!(cover > protection, "{got:?}");
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod preflight;
 mod preflight_cache;
 pub mod procfs;
 pub mod seccomp;
+pub mod sockets;
 pub mod spec;
 pub(crate) mod tmpfs;
 

@@ -82,6 +82,9 @@ pub struct SandboxSpec {
     pub proc_masked: Vec<Masked>,
     /// Protections inside a writable workspace, in mount order. Empty when read-only.
     pub protections: Vec<Protection>,
+    /// Socket files in the workspace, each covered by a read-only `/dev/null` in read-only and
+    /// writable runs alike (see [`super::sockets`]).
+    pub covered_sockets: Vec<PathBuf>,
     /// Vetted host paths bound read-only.
     pub host_read_paths: Vec<PathBuf>,
     /// The complete environment of the command.
@@ -146,6 +149,11 @@ pub const ALWAYS_PROTECTED: &[&str] = &[
 /// command created one (it would point the repository at a config the command wrote).
 pub const UNPLACEABLE_GIT_CONTROLS: &[&str] = &[".git/commondir"];
 
+/// git's records of an operation in progress, whose instruction files (`git-rebase-todo`
+/// with its `exec` lines) a later `--continue` carries out: one that exists before a run is
+/// the person's and bound read-only; one a run starts is aborted after it.
+pub const SEQUENCER_STATES: &[&str] = &[".git/rebase-merge", ".git/rebase-apply", ".git/sequencer"];
+
 /// The control files of the repository's submodules and linked worktrees that exist now, and
 /// an existing `.git/commondir`, relative to the workspace: each names a config or hooks git
 /// reads, so each is bound read-only. Bounded: at most 256 submodule directories are looked at.
@@ -161,6 +169,7 @@ pub fn existing_git_controls(workspace: &Path) -> Vec<PathBuf> {
     let git = Path::new(".git");
     let mut out: Vec<PathBuf> = UNPLACEABLE_GIT_CONTROLS
         .iter()
+        .chain(SEQUENCER_STATES)
         .map(PathBuf::from)
         .filter(|p| workspace.join(p).symlink_metadata().is_ok())
         .collect();

@@ -10,12 +10,13 @@
 //! theirs and left alone. Every step goes through descriptors opened beneath the root with
 //! `O_NOFOLLOW`, so no link the command left leads the walk or a repair outside the workspace.
 
-use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::CStr;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
+use rustix::fs::{FileType, Mode, OFlags, Stat};
+
+use super::beneath;
 
 /// What a command left and what Spear did about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,7 +77,7 @@ impl CtimeMark {
         }
     }
 
-    fn of(st: &Stat) -> Self {
+    pub(crate) fn of(st: &Stat) -> Self {
         CtimeMark {
             secs: st.st_ctime as i64,
             nanos: st.st_ctime_nsec as i64,
@@ -111,7 +112,7 @@ pub fn repair_after_run(
     )
     .map_err(|e| fail(e.into()))?;
     let mut out = Vec::new();
-    walk_set_id(&root_fd, PathBuf::new(), since, &mut out);
+    walk_set_id(&root_fd, since, &mut out);
     let mut dirs: Vec<PathBuf> = vec![PathBuf::new(), PathBuf::from(".git")];
     dirs.extend(guarded.iter().cloned());
     dirs.sort();
@@ -122,52 +123,23 @@ pub fn repair_after_run(
     Ok(out)
 }
 
-/// Depth-first through directory descriptors; entries that vanish or cannot be read are
-/// passed over (nothing the walk cannot open can be a file it must repair and reach).
-fn walk_set_id(dir: &OwnedFd, rel: PathBuf, since: CtimeMark, out: &mut Vec<ModeRepair>) {
-    let Ok(handle) = rustix::fs::openat(
-        dir,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
-        return;
-    };
-    let Ok(entries) = Dir::read_from(&handle) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if name == c"." || name == c".." {
-            continue;
+/// Regular files with a set-id bit whose status changed since the mark: cleared.
+fn walk_set_id(root: &OwnedFd, since: CtimeMark, out: &mut Vec<ModeRepair>) {
+    beneath::walk(root, &mut |dir, name, rel, st| {
+        if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            && st.st_mode & 0o6000 != 0
+            && CtimeMark::of(st) >= since
+        {
+            let mode = st.st_mode & 0o7777;
+            let repaired = set_mode(dir, name, mode & !0o6000).is_ok();
+            out.push(ModeRepair {
+                path: rel.to_path_buf(),
+                finding: ModeFinding::SetId(mode),
+                repaired,
+            });
         }
-        let child = rel.join(OsStr::from_bytes(name.to_bytes()));
-        let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else {
-            continue;
-        };
-        match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => {
-                if let Ok(sub) = rustix::fs::openat(
-                    dir,
-                    name,
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                ) {
-                    walk_set_id(&sub, child, since, out);
-                }
-            }
-            FileType::RegularFile if st.st_mode & 0o6000 != 0 && CtimeMark::of(&st) >= since => {
-                let mode = st.st_mode & 0o7777;
-                let repaired = set_mode(dir, name, mode & !0o6000).is_ok();
-                out.push(ModeRepair {
-                    path: child,
-                    finding: ModeFinding::SetId(mode),
-                    repaired,
-                });
-            }
-            _ => {}
-        }
-    }
+        beneath::Step::Enter
+    });
 }
 
 /// The mode of `name` in `dir`, set through an `O_PATH | O_NOFOLLOW` descriptor of that very
@@ -179,37 +151,7 @@ fn set_mode(dir: &impl AsFd, name: &CStr, mode: u32) -> rustix::io::Result<()> {
         OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    rustix::fs::chmod(proc_fd(&fd), Mode::from_raw_mode(mode))
-}
-
-fn proc_fd(fd: &OwnedFd) -> CString {
-    // A decimal number holds no NUL.
-    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
-}
-
-/// Open a workspace-relative directory beneath the root, one component at a time, never
-/// through a link.
-fn open_dir_beneath(root: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
-    let mut fd = rustix::fs::openat(
-        root,
-        c".",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    for part in rel.components() {
-        let std::path::Component::Normal(name) = part else {
-            return None;
-        };
-        fd = rustix::fs::openat(
-            &fd,
-            name,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-    }
-    Some(fd)
+    rustix::fs::chmod(beneath::proc_fd(&fd), Mode::from_raw_mode(mode))
 }
 
 const ACL_ACCESS: &CStr = c"system.posix_acl_access";
@@ -217,7 +159,7 @@ const ACL_DEFAULT: &CStr = c"system.posix_acl_default";
 
 /// A guarded directory: group/other write bits and write-granting ACLs the run put on it.
 fn guard_dir(root: &OwnedFd, rel: &Path, since: CtimeMark, out: &mut Vec<ModeRepair>) {
-    let Some(fd) = open_dir_beneath(root, rel) else {
+    let Some(fd) = beneath::open_dir(root, rel) else {
         return;
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {
@@ -226,7 +168,7 @@ fn guard_dir(root: &OwnedFd, rel: &Path, since: CtimeMark, out: &mut Vec<ModeRep
     if CtimeMark::of(&st) < since {
         return;
     }
-    let path = proc_fd(&fd);
+    let path = beneath::proc_fd(&fd);
     let shown = if rel.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {

@@ -76,6 +76,17 @@ impl Meta {
     }
 }
 
+/// A regular file's identity and the times its content changes with. ctime is in it because a
+/// command can set mtime back (`touch -d`) but not ctime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
 /// The ignore rules of one directory (`None`: it has no readable `.gitignore`).
 type Rules = HashMap<PathBuf, Option<Arc<Gitignore>>>;
 
@@ -118,6 +129,26 @@ impl WorkspaceSnapshot {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// Every regular file the walk saw, relative to the root, with what changes when its
+    /// content may have: a cache keyed by this need not read an unchanged file again.
+    pub fn regular_files(&self) -> impl Iterator<Item = (&Path, FileStamp)> {
+        self.entries
+            .iter()
+            .filter(|(_, m)| m.kind == libc::S_IFREG)
+            .map(|(p, m)| {
+                (
+                    p.as_path(),
+                    FileStamp {
+                        dev: m.dev,
+                        ino: m.ino,
+                        size: m.size,
+                        mtime_ns: m.mtime_ns,
+                        ctime_ns: m.ctime_ns,
+                    },
+                )
+            })
     }
 
     fn walk(root: &Path, skip: &[PathBuf], max: usize, known: Option<&Rules>) -> Self {
