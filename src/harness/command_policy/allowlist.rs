@@ -13,7 +13,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::options::{self, OptionSyntax, Parsed};
-use super::{env_names, scripts};
+use super::{awk, env_names, scripts};
 use crate::harness::shell::{Word, plain_variable_name};
 
 /// The source of truth, for the test that holds the JSON equal to it and for the generator.
@@ -385,21 +385,24 @@ fn run_check(check: &str, name: &str, args: &[Word], parsed: &Parsed) -> Result<
             }
             Ok(())
         }
+        // Every program any dialect runs, and nothing on the command line but data.
         "awk" => {
-            let program = parsed
-                .values_of("-e")
-                .chain(parsed.values_of("--source"))
-                .map(str::to_string)
-                .next()
-                .or_else(|| parsed.operands.first().map(|w| w.value.clone()));
-            let Some(program) = program else {
+            let call = awk::Invocation::read(args);
+            if !call.findings.is_empty() {
+                return Err(format!(
+                    "`{name}` is given options or files that do more than read"
+                ));
+            }
+            if call.programs.is_empty() {
                 return Err(format!("`{name}` without a program text"));
-            };
-            let facts = scripts::awk_program(&program);
-            if facts.read_only() {
-                Ok(())
-            } else {
-                Err(format!("`{name}` program runs commands or writes files"))
+            }
+            match call
+                .programs
+                .iter()
+                .find(|p| !awk::program(p).prints_only())
+            {
+                Some(_) => Err(format!("the `{name}` program is not read-only")),
+                None => Ok(()),
             }
         }
         other => Err(format!("unknown allow-list check `{other}`")),

@@ -244,7 +244,7 @@ impl Cx<'_> {
     /// A redirection writes `target`: a discard device is no write; `/dev/fd/N`, `/dev/stdout`
     /// and the like write the file descriptor N holds (taken from the whole line's
     /// redirections); everything else is judged as any written path.
-    fn redirect_target(&mut self, target: &Word, who: &str) {
+    pub(crate) fn redirect_target(&mut self, target: &Word, who: &str) {
         let root = self.config.workspace_root.as_deref();
         let fd = match paths::scope(target, root) {
             Scope::Harmless => return,
@@ -388,7 +388,7 @@ impl Cx<'_> {
         }
     }
 
-    fn network_device(&mut self, target: &Word) {
+    pub(crate) fn network_device(&mut self, target: &Word) {
         self.a.network = true;
         self.raise(
             Dangerous,

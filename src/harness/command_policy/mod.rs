@@ -5,6 +5,7 @@
 pub mod allowlist;
 mod assessment;
 mod authorize;
+mod awk;
 mod classify;
 mod commands;
 mod descriptors;

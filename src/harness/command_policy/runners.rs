@@ -3,6 +3,7 @@
 //! class is the more severe of the two.
 
 use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
+use super::awk::{self, ArgFinding, Effect};
 use super::classify::{Cx, WriteKind};
 use super::env_args::{EnvArgs, EnvRun};
 use super::inline_calls;
@@ -42,27 +43,6 @@ const PARALLEL_VALUES: &[&str] = &[
 fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
 }
-
-/// awk options that take a value and only shape the reading.
-const AWK_VALUES: &[&str] = &[
-    "-F",
-    "--field-separator",
-    "-v",
-    "--assign",
-    "-e",
-    "--source",
-];
-/// awk options that load program code from a file.
-const AWK_CODE_FILES: &[&str] = &[
-    "-f",
-    "--file",
-    "-i",
-    "--include",
-    "-l",
-    "--load",
-    "-E",
-    "--exec",
-];
 
 /// The name a word assigns when bash reads it as an assignment before a command: `NAME=…` or
 /// `NAME+=…` with the name written unquoted (`"X"=1` is a command name).
@@ -104,56 +84,118 @@ impl Cx<'_> {
         }
     }
 
+    /// awk: every program any dialect would run is parsed (`awk/`), and each side effect it
+    /// finds, and each option that loads code or writes a file, is judged on its own.
     pub(crate) fn awk(&mut self, key: &str, args: &[Word]) {
-        let with_value: Vec<&str> = AWK_VALUES.iter().chain(AWK_CODE_FILES).copied().collect();
-        let parsed = options::parse(args, OptionSyntax::gnu(&with_value));
-        for bad in AWK_CODE_FILES {
-            if parsed.has(bad) {
-                self.raise(
+        let call = awk::Invocation::read(args);
+        let mut code_files = false;
+        let mut dynamic = false;
+        for finding in &call.findings {
+            match finding {
+                ArgFinding::CodeFile(option) => {
+                    code_files = true;
+                    self.raise(
+                        ShellComplex,
+                        format!("`{key} {option}` runs or loads program code from a file"),
+                    );
+                }
+                ArgFinding::Writes(option, file) => self.write_target(
+                    &Word::literal(file),
+                    &format!("`{key} {option}`"),
+                    WriteKind::Plain,
+                ),
+                ArgFinding::Unknown(option) => self.raise(
                     ShellComplex,
-                    format!("`{key} {bad}` runs or loads program code from a file"),
-                );
-                return;
+                    format!(
+                        "`{key}` is given `{option}`, which Spear does not know to be harmless in gawk, mawk and busybox awk"
+                    ),
+                ),
+                ArgFinding::Network(name) => self.network_device(&Word::literal(name)),
+                ArgFinding::Dynamic(_) => dynamic = true,
+                ArgFinding::Debugger => self.raise(
+                    ShellComplex,
+                    format!("`{key} -D` runs gawk's debugger, which takes commands"),
+                ),
             }
         }
-        let program = parsed
-            .value_of("-e")
-            .or_else(|| parsed.value_of("--source"))
-            .map(str::to_string)
-            .or_else(|| parsed.operands.first().map(|w| w.value.clone()));
-        let Some(program) = program else {
-            self.raise(ShellComplex, format!("`{key}` without a program"));
-            return;
-        };
-        let facts = scripts::awk_program(&program);
-        if facts.executes {
-            self.raise(ShellComplex, format!("the `{key}` program runs commands (`system`, pipes or `getline` from a command)"));
-            for p in scripts::mentioned_paths(&program) {
-                self.write_target(
-                    &Word::literal(&p),
-                    &format!("the `{key}` program"),
-                    WriteKind::Mentioned,
-                );
-            }
-        }
-        for w in &facts.writes {
-            self.write_target(
-                &Word::literal(w),
-                &format!("the `{key}` program"),
-                WriteKind::Plain,
-            );
-        }
-        if facts.dynamic_write {
-            self.raise(
-                ShellComplex,
-                format!("the `{key}` program writes to a file named at run time"),
-            );
-        }
-        if args.iter().any(|a| a.dynamic) {
+        if dynamic {
             self.raise(
                 ShellComplex,
                 format!("`{key}` has arguments known only at run time"),
             );
+        }
+        if call.programs.is_empty() && !code_files {
+            self.raise(ShellComplex, format!("`{key}` without a program"));
+        }
+        for program in &call.programs {
+            let facts = awk::program(program);
+            for effect in &facts.effects {
+                self.awk_effect(key, effect);
+            }
+            if let Some(why) = &facts.not_understood {
+                self.raise(
+                    ShellComplex,
+                    format!("Spear cannot read the `{key}` program completely: {why}"),
+                );
+            }
+        }
+    }
+
+    fn awk_effect(&mut self, key: &str, effect: &Effect) {
+        let who = format!("the `{key}` program");
+        match effect {
+            Effect::Runs {
+                how,
+                command: Some(command),
+            } => {
+                self.raise(ShellComplex, format!("{who} runs `{command}` ({how})"));
+                // The command is judged as if written directly: `system("rm -rf /")`.
+                self.nested_script(command);
+            }
+            Effect::Runs { how, command: None } => self.raise(
+                ShellComplex,
+                format!("{who} runs a command made at run time ({how})"),
+            ),
+            // awk opens `print > "f"` as the shell opens `> f`, and gawk and mawk write
+            // `/dev/stderr` and `/dev/stdout` to their own descriptors: a redirection's rules.
+            Effect::Writes(file) => self.redirect_target(&Word::literal(file), &who),
+            Effect::WritesAtRunTime => self.raise(
+                ShellComplex,
+                format!("{who} writes to a file named at run time"),
+            ),
+            Effect::ReadsAtRunTime => self.raise(
+                ShellComplex,
+                format!(
+                    "{who} reads a file named at run time (`getline <`), which gawk opens as a network connection when it is `/inet/…`"
+                ),
+            ),
+            Effect::ChangesArgv => self.raise(
+                ShellComplex,
+                format!(
+                    "{who} changes `ARGV`, so the files it reads are named at run time (gawk opens `/inet/…` as a network connection)"
+                ),
+            ),
+            Effect::Loads(what) => self.raise(
+                ShellComplex,
+                format!("{who}'s `{what}` loads code Spear cannot read"),
+            ),
+            Effect::IndirectCall(name) => self.raise(
+                ShellComplex,
+                format!("{who} calls `@{name}(…)`, a function chosen at run time, which can be `system`"),
+            ),
+            Effect::Network { name, opened: true } => {
+                self.network_device(&Word::literal(name));
+            }
+            Effect::Network {
+                name,
+                opened: false,
+            } => {
+                self.a.network = true;
+                self.raise(
+                    ShellComplex,
+                    format!("{who} names `{name}`, a gawk network special file"),
+                );
+            }
         }
     }
 

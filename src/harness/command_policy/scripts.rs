@@ -1,4 +1,4 @@
-//! Programs inside arguments: sed scripts, awk programs and inline interpreter code. Each check
+//! Programs inside arguments: sed scripts and inline interpreter code (awk has `awk/`). Each check
 //! answers what the program can do beyond printing (run commands, write files) and which paths
 //! it names; anything it cannot read is reported as unknown, which is never print-only.
 
@@ -173,121 +173,11 @@ fn skip_delimited(s: &[char], mut i: usize, delim: char) -> Option<usize> {
     None
 }
 
-/// What an awk program does besides reading and printing.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct AwkFacts {
-    /// `system()`, a pipe to or from a command, `@load`/`@include`.
-    pub executes: bool,
-    /// `print > file`, `printf >> file`: the static targets found.
-    pub writes: Vec<String>,
-    /// A print redirection whose target is not a string literal.
-    pub dynamic_write: bool,
-}
-
-impl AwkFacts {
-    pub fn read_only(&self) -> bool {
-        !self.executes && self.writes.is_empty() && !self.dynamic_write
-    }
-}
-
 pub(crate) fn regex(
     cell: &'static OnceLock<Option<Regex>>,
     pattern: &str,
 ) -> Option<&'static Regex> {
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
-}
-
-/// Strip string and regex literals from an awk program so operators inside them are not read
-/// as pipes or redirections. Returns the stripped text and the string literals.
-fn strip_awk_literals(program: &str) -> (String, Vec<String>) {
-    let chars: Vec<char> = program.chars().collect();
-    let mut out = String::with_capacity(program.len());
-    let mut strings = Vec::new();
-    let mut i = 0;
-    let mut last_significant = '\n';
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '"' {
-            let mut lit = String::new();
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' && i + 1 < chars.len() {
-                    lit.push(chars[i + 1]);
-                    i += 2;
-                    continue;
-                }
-                lit.push(chars[i]);
-                i += 1;
-            }
-            i += 1;
-            out.push_str("\"\"");
-            strings.push(lit);
-            last_significant = '"';
-            continue;
-        }
-        if c == '/' && "\n({,;!~&|".contains(last_significant) {
-            i += 1;
-            while i < chars.len() && chars[i] != '/' && chars[i] != '\n' {
-                if chars[i] == '\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
-            out.push_str("//");
-            last_significant = '/';
-            continue;
-        }
-        if c == '#' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            continue;
-        }
-        out.push(c);
-        if !c.is_whitespace() {
-            last_significant = c;
-        }
-        i += 1;
-    }
-    (out, strings)
-}
-
-/// Read an awk program for commands, pipes and output redirections.
-pub(crate) fn awk_program(program: &str) -> AwkFacts {
-    static SYSTEM: OnceLock<Option<Regex>> = OnceLock::new();
-    static PRINT_REDIRECT: OnceLock<Option<Regex>> = OnceLock::new();
-    static TARGET: OnceLock<Option<Regex>> = OnceLock::new();
-    let mut facts = AwkFacts::default();
-    let (stripped, _) = strip_awk_literals(program);
-    let system = regex(&SYSTEM, r"\bsystem\s*\(|@load|@include|\|&");
-    if system.is_none_or(|r| r.is_match(&stripped)) {
-        facts.executes = true;
-    }
-    // A single `|` (not `||`) is a pipe to or from a command.
-    let bytes = stripped.as_bytes();
-    for (k, &b) in bytes.iter().enumerate() {
-        if b == b'|' && bytes.get(k + 1) != Some(&b'|') && (k == 0 || bytes[k - 1] != b'|') {
-            facts.executes = true;
-        }
-    }
-    let print_redirect = regex(&PRINT_REDIRECT, r"\bprintf?\b[^;{}\n]*>");
-    if print_redirect.is_none_or(|r| r.is_match(&stripped)) {
-        let target = regex(&TARGET, r#"\bprintf?\b[^;{}\n]*?>>?\s*"([^"]+)""#);
-        let found: Vec<String> = target
-            .map(|r| {
-                r.captures_iter(program)
-                    .filter_map(|c| c.get(1))
-                    .map(|m| m.as_str().to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if found.is_empty() {
-            facts.dynamic_write = true;
-        }
-        facts.writes = found;
-    }
-    facts
 }
 
 /// Paths an inline program mentions: quoted strings that look like file paths. Inline code can
@@ -438,20 +328,6 @@ mod tests {
         assert!(sed_script(":a;N;$!ba;s/\\n/ /g;p").print_only());
         assert!(sed_script(":top\n/x/b top\np").print_only());
         assert!(sed_script("/a/{b skip};p;:skip").print_only());
-    }
-
-    #[test]
-    fn awk_programs() {
-        assert!(awk_program("{print $1}").read_only());
-        assert!(awk_program("$3 > 5 {print $1}").read_only());
-        assert!(awk_program("/a|b/ {print}").read_only());
-        assert!(awk_program("{print \"a|b\"}").read_only());
-        assert!(awk_program("a || b {print}").read_only());
-        assert!(awk_program("BEGIN{system(\"id\")}").executes);
-        assert!(awk_program("{\"date\" | getline d}").executes);
-        assert!(awk_program("{print | \"sh\"}").executes);
-        assert_eq!(awk_program("{print > \"out.txt\"}").writes, ["out.txt"]);
-        assert!(awk_program("{print > $2}").dynamic_write);
     }
 
     #[test]
