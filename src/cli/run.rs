@@ -20,6 +20,7 @@ use spear::agent::runtime::{RuntimeOptions, TaskOutcome};
 use spear::agent::session::{ModelInfo, SessionEvent, SessionHandle, SessionOp, SessionStreams};
 use spear::agent::transcript::SessionStore;
 use spear::config::{self, Env, Flags};
+use spear::harness::audit::display::escape_controls;
 use spear::harness::primitives::ExecutionMode;
 
 use super::run_output::Printer;
@@ -183,7 +184,10 @@ async fn drive(
                 Some(SessionEvent::Refused { op, reason }) => {
                     eprintln!("spear: {}: {reason}", op.as_str());
                 }
-                Some(SessionEvent::Failed(why)) => eprintln!("spear: {why}"),
+                Some(SessionEvent::Failed(why)) => eprintln!("spear: {}", escape_controls(&why)),
+                Some(SessionEvent::Note(what)) => {
+                    eprintln!("spear: note: {}", escape_controls(&what))
+                }
                 Some(_) => {}
                 None => return (None, interrupted),
             },

@@ -88,6 +88,15 @@ impl WorkingState {
         self.changes.iter().map(|(p, c)| (p.as_str(), c))
     }
 
+    /// Changed paths (see `changed_paths`) that run code by design when the person next uses
+    /// their tools, outside any sandbox (see `runs_code_by_design`).
+    pub fn changed_code_running(&self) -> Vec<&str> {
+        self.changed_paths()
+            .into_iter()
+            .filter(|p| runs_code_by_design(p))
+            .collect()
+    }
+
     /// Paths whose content differs from what the task started with.
     pub fn changed_paths(&self) -> Vec<&str> {
         self.all()
@@ -97,9 +106,100 @@ impl WorkingState {
     }
 }
 
+/// Files whose content runs as code, by design, when the person builds, tests, commits, loads
+/// the directory in their shell or opens it in their editor: a change to one acts later, outside
+/// the sandbox, with the person's authority. Decided on the workspace-relative path's words.
+pub fn runs_code_by_design(path: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "Makefile",
+        "makefile",
+        "GNUmakefile",
+        "package.json",
+        ".npmrc",
+        ".yarnrc.yml",
+        "setup.py",
+        "setup.cfg",
+        "pyproject.toml",
+        "conftest.py",
+        "noxfile.py",
+        "tox.ini",
+        "build.rs",
+        "Cargo.toml",
+        "CMakeLists.txt",
+        "meson.build",
+        "build.gradle",
+        "build.gradle.kts",
+        "settings.gradle",
+        "settings.gradle.kts",
+        "pom.xml",
+        "Rakefile",
+        "Gemfile",
+        "justfile",
+        "Justfile",
+        "Taskfile.yml",
+        ".envrc",
+        ".pre-commit-config.yaml",
+        ".gitattributes",
+    ];
+    const UNDER: &[&str] = &[
+        ".vscode/",
+        ".idea/",
+        ".devcontainer/",
+        ".github/workflows/",
+        ".gitlab-ci",
+        ".husky/",
+        ".githooks/",
+        ".cargo/",
+    ];
+    let name = path.rsplit('/').next().unwrap_or(path);
+    NAMES.contains(&name)
+        || name.ends_with(".mk")
+        || UNDER
+            .iter()
+            .any(|u| path.starts_with(u) || path.contains(&format!("/{u}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_that_run_code_by_design_are_told_from_the_rest() {
+        for yes in [
+            "Makefile",
+            "sub/Makefile",
+            "rules.mk",
+            "package.json",
+            "web/package.json",
+            ".pre-commit-config.yaml",
+            ".vscode/tasks.json",
+            "app/.vscode/settings.json",
+            ".github/workflows/ci.yml",
+            "build.rs",
+            ".envrc",
+            ".cargo/config.toml",
+        ] {
+            assert!(runs_code_by_design(yes), "{yes}");
+        }
+        for no in [
+            "src/main.rs",
+            "README.md",
+            "docs/Makefile.md",
+            "vscode/tasks.json",
+            "x.json",
+        ] {
+            assert!(!runs_code_by_design(no), "{no}");
+        }
+        let mut ws = WorkingState::new();
+        ws.record("Makefile", None, Some(content_hash(b"all:")));
+        ws.record("src/a.rs", None, Some(content_hash(b"x")));
+        ws.record(
+            "package.json",
+            Some(content_hash(b"{}")),
+            Some(content_hash(b"{}")),
+        );
+        assert_eq!(ws.changed_code_running(), vec!["Makefile"]);
+    }
 
     #[test]
     fn first_before_and_latest_after_are_kept() {

@@ -459,3 +459,54 @@ async fn a_cancel_during_a_command_ends_the_turn_and_the_session_goes_on() {
     assert!(mine.preview.contains("hello"));
     assert_eq!(live.done().await, StopReason::Finished);
 }
+
+/// The notes the session says until the turn ends.
+async fn turn_notes(live: &mut Live) -> Vec<String> {
+    let mut notes = Vec::new();
+    loop {
+        match live.said().await {
+            SessionEvent::Note(n) => notes.push(n),
+            SessionEvent::TurnEnded { .. } => return notes,
+            _ => {}
+        }
+    }
+}
+
+/// Issue 20: a turn that changed a file which runs code when the person next uses their tools
+/// (here a Makefile by a file tool and `.vscode/tasks.json` by a command) says so as it ends,
+/// once per file per session; a turn that changed only ordinary files says nothing of the kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_that_changed_files_that_run_code_says_so_as_it_ends() {
+    let f = Fixture::new();
+    let tasks = serde_json::json!({
+        "command": "mkdir -p .vscode && echo '{}' > .vscode/tasks.json",
+    });
+    let model = ScriptedModel::new(vec![
+        calls(&[
+            (
+                "w1",
+                "write_file",
+                r#"{"path":"Makefile","content":"all:\n\ttrue\n"}"#,
+            ),
+            ("t1", "terminal", &tasks.to_string()),
+        ]),
+        text("done"),
+        calls(&[("w2", "write_file", r#"{"path":"notes.txt","content":"x"}"#)]),
+        text("done again"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    live.op(SessionOp::Submit("go".into()));
+    let notes = turn_notes(&mut live).await;
+    let told: Vec<&String> = notes.iter().filter(|n| n.contains("run code")).collect();
+    assert_eq!(told.len(), 1, "{notes:?}");
+    assert!(
+        told[0].contains("`Makefile`") && told[0].contains("`.vscode/tasks.json`"),
+        "{told:?}"
+    );
+    live.op(SessionOp::Submit("again".into()));
+    let notes = turn_notes(&mut live).await;
+    assert!(
+        notes.iter().all(|n| !n.contains("run code")),
+        "told again, or about an ordinary file: {notes:?}"
+    );
+}

@@ -85,6 +85,8 @@ pub struct SessionActor<M: ChatModel + 'static> {
     events_rx: Option<UnboundedReceiver<SessionEvent>>,
     /// The running job's control, while one runs.
     task: Option<TaskController>,
+    /// Files that run code by design the person has already been told this session changed.
+    told_code_running: std::collections::BTreeSet<String>,
 }
 
 impl<M: ChatModel + 'static> SessionActor<M> {
@@ -100,6 +102,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             events,
             events_rx: Some(events_rx),
             task: None,
+            told_code_running: std::collections::BTreeSet::new(),
         }
     }
 
@@ -466,6 +469,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 if let Some(why) = end.failed {
                     self.say(SessionEvent::Failed(why));
                 }
+                self.tell_code_running_changes();
                 let notes = self
                     .runtime
                     .as_ref()
@@ -504,6 +508,29 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 });
             }
         }
+    }
+
+    /// A turn that changed a file which runs code when the person next uses their tools
+    /// (a Makefile, package scripts, `.vscode/tasks.json`…) says so as it ends: what it wrote
+    /// acts later, outside the sandbox. Each file is told once a session.
+    fn tell_code_running_changes(&mut self) {
+        let state = self.parts.router.host().working_state();
+        let new: Vec<String> = state
+            .changed_code_running()
+            .into_iter()
+            .filter(|p| !self.told_code_running.contains(*p))
+            .map(str::to_string)
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let shown: Vec<String> = new.iter().map(|p| format!("`{p}`")).collect();
+        self.say(SessionEvent::Note(format!(
+            "this session changed {}, which run code when you next build, test, commit or open \
+             the project in your editor, outside Spear's sandbox: review them first",
+            shown.join(", ")
+        )));
+        self.told_code_running.extend(new);
     }
 
     fn set_model(&mut self, name: &str) {

@@ -41,7 +41,7 @@ use super::tables::{self, base_name};
 use super::wrappers;
 use super::{PolicyConfig, env_names, scripts};
 use crate::harness::shell::{
-    self, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
+    self, Assignment, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
 };
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
@@ -97,9 +97,11 @@ pub(crate) fn classify(
         wrappers: 0,
         cwd: None,
         budget,
+        current: 0,
     };
     cx.structure();
-    for cmd in &facts.commands {
+    for (i, cmd) in facts.commands.iter().enumerate() {
+        cx.current = i;
         cx.simple(cmd);
     }
     cx.cross_command_rules();
@@ -131,6 +133,8 @@ pub(crate) struct Cx<'c> {
     pub cwd: Option<Scope>,
     /// What the whole classification may still spend.
     pub budget: &'c Budget,
+    /// The index in `facts.commands` of the simple command being judged.
+    pub current: usize,
 }
 
 impl Cx<'_> {
@@ -774,8 +778,10 @@ fn place_of_directory(scope: Scope) -> Scope {
 impl Cx<'_> {
     /// Does the path start with an expansion whose value this command does not fix
     /// (`"$VAR"`, `"$(dirname "$0")"/../..`, `$1`, `${X:-/}`)? Such a path may name any
-    /// directory. A plain `$NAME` is fixed when every assignment of NAME standing in the line
-    /// gives it a literal or `$(mktemp …)` (`d=$(mktemp -d); …; rm -rf "$d"`), and `PWD` is
+    /// directory. A plain `$NAME` is fixed when one assignment of NAME standing in the line
+    /// before the command and every other anywhere in it (a loop runs a later one first on its
+    /// next pass) gives it a literal or `$(mktemp …)` (`d=$(mktemp -d); …; rm -rf "$d"`); an
+    /// assignment after the command is no help, the command sees the value it inherits. `PWD` is
     /// where the command runs. A prefix assignment (`X=1 rm -rf "$X"`) does not count: bash
     /// expands the words before it applies it. A path with a literal start (`build/$x`) is
     /// judged by the caller as a run-time path.
@@ -834,23 +840,21 @@ impl Cx<'_> {
     }
 
     /// Every assignment of `name` standing in the line (`x=…`, `local x=…`) sets a literal or
-    /// the output of `mktemp`, and there is at least one.
+    /// the output of `mktemp`, and at least one comes before the command being judged.
     fn fixed_variable(&self, name: &str) -> bool {
         let f = self.facts;
-        let mut all = f
+        let all: Vec<&Assignment> = f
             .assignments
             .iter()
             .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
             .filter(|a| a.name == name)
-            .peekable();
-        if all.peek().is_none() {
-            return false;
-        }
-        all.all(|a| match &a.value {
-            None => true,
-            Some(v) if !v.dynamic => true,
-            Some(v) => is_mktemp(&v.raw),
-        })
+            .collect();
+        all.iter().any(|a| a.after_commands <= self.current)
+            && all.iter().all(|a| match &a.value {
+                None => true,
+                Some(v) if !v.dynamic => true,
+                Some(v) => is_mktemp(&v.raw),
+            })
     }
 }
 

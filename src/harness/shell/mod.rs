@@ -32,6 +32,9 @@ pub struct Assignment {
     pub value: Option<Word>,
     /// The assignment as written.
     pub raw: String,
+    /// How many simple commands the walk had met before this assignment took effect (those
+    /// in its own value included): a command at a lower index ran before it, in text order.
+    pub after_commands: usize,
 }
 
 /// The redirection operators bash knows.

@@ -455,6 +455,7 @@ impl<'a> Walker<'a> {
                 name: name.to_string(),
                 value: None,
                 raw: text.to_string(),
+                after_commands: self.facts.commands.len(),
             });
         }
     }
@@ -596,6 +597,7 @@ impl<'a> Walker<'a> {
             name,
             value,
             raw: self.text(n).to_string(),
+            after_commands: self.facts.commands.len(),
         }
     }
 
@@ -618,6 +620,7 @@ impl<'a> Walker<'a> {
                             raw: name.clone(),
                             name,
                             value: None,
+                            after_commands: self.facts.commands.len(),
                         });
                     }
                 }
