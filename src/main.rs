@@ -47,9 +47,18 @@ enum Command {
     Sessions(cli::sessions::SessionsArgs),
     /// The standards library: add a PDF, Markdown, HTML or text standard, list, remove.
     Standard(cli::standard::StandardArgs),
+    /// Internal: one document extraction, run confined by Spear itself (input on stdin).
+    #[command(name = "__extract", hide = true)]
+    Extract {
+        kind: String,
+        #[arg(long)]
+        base: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
+    // Documents are parsed by a confined child of this very binary (`__extract`).
+    spear::tools::documents::set_extractor(std::path::PathBuf::from("/proc/self/exe"));
     let cli = Cli::parse();
     let outcome = match cli.command {
         Some(Command::Classify(args)) => cli::classify::run(args),
@@ -60,6 +69,10 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => cli::run::run(args, cli.workspace),
         Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
         Some(Command::Standard(args)) => cli::standard::run(args),
+        Some(Command::Extract { kind, base }) => {
+            let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
         None => cli::no_subcommand(cli.workspace, cli.mode, cli.resume, cli.standard),
     };
     match outcome {

@@ -17,6 +17,8 @@ mod approver;
 mod cli;
 #[path = "tools/exposure.rs"]
 mod exposure;
+#[path = "support/extractor.rs"]
+mod extractor;
 #[path = "tools/fail_closed.rs"]
 mod fail_closed;
 #[path = "tools/gates.rs"]

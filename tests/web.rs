@@ -9,9 +9,13 @@ mod audit_log;
 
 #[path = "support/approver.rs"]
 mod approver;
+#[path = "support/extractor.rs"]
+mod extractor;
 #[path = "support/pdf.rs"]
 mod pdf;
 
+#[path = "web/bounds.rs"]
+mod bounds;
 #[path = "web/capability.rs"]
 mod capability;
 #[path = "web/documents.rs"]

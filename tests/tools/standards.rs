@@ -34,6 +34,7 @@ pub struct Lib {
 
 impl Lib {
     pub fn new() -> Lib {
+        crate::extractor::use_spear_binary();
         let fx = Fixture::new();
         let library = Arc::new(StandardsLibrary::open_in(&fx.state).unwrap());
         let engaged = EngagedStandard::default();

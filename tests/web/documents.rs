@@ -33,6 +33,7 @@ fn extract_only() -> PdfOptions {
 
 #[test]
 fn a_generated_pdf_reads_page_by_page_through_confined_pdftotext() {
+    crate::extractor::use_spear_binary();
     require_pdftotext();
     let bytes = pdf::text_pages(&["first page alpha", "second (page) beta", "third gamma"]);
     assert_eq!(
@@ -55,6 +56,7 @@ fn a_generated_pdf_reads_page_by_page_through_confined_pdftotext() {
 
 #[test]
 fn the_in_process_fallback_reads_the_same_pages() {
+    crate::extractor::use_spear_binary();
     let bytes = pdf::numbered(5);
     let t = pdf_pages_with(&bytes, &extract_only()).unwrap();
     assert_eq!(t.extractor, PdfExtractor::PdfExtract);
@@ -66,6 +68,7 @@ fn the_in_process_fallback_reads_the_same_pages() {
 
 #[test]
 fn without_pdftotext_the_fallback_answers_and_says_why() {
+    crate::extractor::use_spear_binary();
     let opts = PdfOptions {
         pdftotext: Some(PathBuf::from("/nonexistent/pdftotext")),
         ..PdfOptions::default()
@@ -78,6 +81,7 @@ fn without_pdftotext_the_fallback_answers_and_says_why() {
 
 #[test]
 fn a_scanned_pdf_is_refused_as_having_no_text_by_either_extractor() {
+    crate::extractor::use_spear_binary();
     require_pdftotext();
     let bytes = pdf::scanned(3);
     for opts in [PdfOptions::default(), extract_only()] {
@@ -108,6 +112,7 @@ fn fake_pdftotext(body: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn pdftotext_runs_with_no_network_and_a_read_only_input() {
+    crate::extractor::use_spear_binary();
     require_pdftotext();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -147,6 +152,7 @@ fn pdftotext_runs_with_no_network_and_a_read_only_input() {
 
 #[test]
 fn a_pdftotext_that_hangs_is_killed_at_the_limit_and_the_fallback_answers() {
+    crate::extractor::use_spear_binary();
     require_pdftotext();
     let (_dir, program) = fake_pdftotext("exec sleep 600");
     let opts = PdfOptions {
@@ -168,6 +174,7 @@ fn a_pdftotext_that_hangs_is_killed_at_the_limit_and_the_fallback_answers() {
 
 #[test]
 fn a_pdftotext_that_floods_is_cut_off_not_believed() {
+    crate::extractor::use_spear_binary();
     require_pdftotext();
     let (_dir, program) = fake_pdftotext("exec yes 'flood line'");
     let opts = PdfOptions {

@@ -41,6 +41,7 @@ pub fn loopback_only() -> WebSettings {
 
 impl Project {
     pub fn new() -> Project {
+        crate::extractor::use_spear_binary();
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let (project, state) = (base.join("project"), base.join("state"));

@@ -60,6 +60,8 @@ pub struct SpawnRequest<'a> {
     /// A cgroup's `cgroup.procs`, open for writing: the child joins that cgroup before exec,
     /// so everything it starts is born inside.
     pub join_cgroup: Option<RawFd>,
+    /// What the child reads on stdin (default /dev/null).
+    pub stdin: Option<std::fs::File>,
 }
 
 /// Our own child, held by a pidfd.
@@ -90,11 +92,12 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         capture,
         stderr_file,
         join_cgroup,
+        stdin,
     } = req;
     let program = command.get_program().to_string_lossy().into_owned();
     let fds: Vec<RawFd> = inherit_fds.to_vec();
     let limits: Vec<(Resource, Rlimit)> = rlimits.to_vec();
-    command.stdin(Stdio::null());
+    command.stdin(stdin.map_or_else(Stdio::null, Stdio::from));
     if capture {
         command.stdout(Stdio::piped()).stderr(Stdio::piped());
     } else {

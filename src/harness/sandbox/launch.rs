@@ -138,6 +138,7 @@ impl Running {
             capture: true,
             stderr_file: None,
             join_cgroup: cgroup.as_ref().and_then(LaunchCgroup::procs_fd),
+            stdin: None,
         })?;
         drop(child_fds);
         let status = match pipe::Receiver::from_owned_fd(status_read) {

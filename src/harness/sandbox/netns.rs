@@ -236,6 +236,7 @@ async fn attach(
         capture: false,
         stderr_file: Some(log.try_clone()?),
         join_cgroup: None,
+        stdin: None,
     })?;
     drop((net, user, ready_write));
     let mut ready = pipe::Receiver::from_owned_fd(ready_read)?;

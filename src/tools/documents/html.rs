@@ -1,18 +1,54 @@
 //! HTML to Markdown: the page's main content through `dom_smoothie` (a port of Mozilla's
 //! Readability) with its links kept and made absolute against the page's URL; when readability
 //! finds no article (a index page, a form, a fragment), the whole page through `html2text`, whose
-//! footnote links are made absolute the same way.
+//! footnote links are made absolute the same way. Both parsers run in a confined child
+//! (`confined`): a page nested deep enough to take them minutes ends at the time limit.
 
 use dom_smoothie::{Config, Readability, ReadabilityError, TextMode};
 use reqwest::Url;
 
+use super::confined::{self, Bounds, Failure, Job};
 use super::{DocumentError, contained};
+use crate::harness::process::CancelToken;
 
 /// Width `html2text` wraps at: wide, since the reader is a model, not a terminal.
 const FALLBACK_WIDTH: usize = 200;
 
-/// Readable Markdown of `html`, links absolute when `base_url` is given.
-pub fn html_to_markdown(html: &str, base_url: Option<&str>) -> Result<String, DocumentError> {
+/// The limits HTML conversion runs under.
+const HTML_BOUNDS: Bounds = Bounds {
+    memory_bytes: 1 << 30,
+    timeout: std::time::Duration::from_secs(30),
+    max_output: 64 << 20,
+};
+
+/// Readable Markdown of `html`, links absolute when `base_url` is given, converted in a confined
+/// child (1 GiB, 30 s) that `cancel` kills at once.
+pub fn html_to_markdown(
+    html: &str,
+    base_url: Option<&str>,
+    cancel: Option<&CancelToken>,
+) -> Result<String, DocumentError> {
+    if let Some(b) = base_url {
+        Url::parse(b).map_err(|_| DocumentError::BadBaseUrl(b.to_string()))?;
+    }
+    let out = confined::run(
+        Job::Html { base: base_url },
+        html.as_bytes(),
+        &HTML_BOUNDS,
+        cancel,
+    )
+    .map_err(|f| match f {
+        Failure::Cancelled => DocumentError::Cancelled,
+        Failure::Failed(why) => DocumentError::Html(why),
+    })?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// `html_to_markdown` in this process: only the confined child calls it.
+pub(super) fn html_to_markdown_here(
+    html: &str,
+    base_url: Option<&str>,
+) -> Result<String, DocumentError> {
     let base = match base_url {
         Some(b) => Some(Url::parse(b).map_err(|_| DocumentError::BadBaseUrl(b.to_string()))?),
         None => None,
@@ -115,7 +151,8 @@ full strength of the bar; they are inspected before the concrete is placed.</p><
 
     #[test]
     fn main_content_as_markdown_with_absolute_links() {
-        let md = html_to_markdown(ARTICLE, Some("https://codes.example/guide/c4.html")).unwrap();
+        let md =
+            html_to_markdown_here(ARTICLE, Some("https://codes.example/guide/c4.html")).unwrap();
         assert!(md.contains("Clause 4 explained"), "{md}");
         assert!(md.contains("anchorage length"), "{md}");
         assert!(md.contains("(https://codes.example/codes/g.pdf)"), "{md}");
@@ -130,7 +167,7 @@ full strength of the bar; they are inspected before the concrete is placed.</p><
     fn a_page_with_no_article_falls_back_to_the_whole_text() {
         let html = r#"<html><body><ul><li><a href="a.html">A</a></li>
             <li><a href="/b">B</a></li></ul></body></html>"#;
-        let md = html_to_markdown(html, Some("https://site.example/dir/")).unwrap();
+        let md = html_to_markdown_here(html, Some("https://site.example/dir/")).unwrap();
         assert!(md.contains('A') && md.contains('B'), "{md}");
         assert!(md.contains("https://site.example/dir/a.html"), "{md}");
         assert!(md.contains("https://site.example/b"), "{md}");
@@ -138,14 +175,14 @@ full strength of the bar; they are inspected before the concrete is placed.</p><
 
     #[test]
     fn a_relative_base_url_is_refused_with_the_fix() {
-        let e = html_to_markdown(ARTICLE, Some("/guide/c4.html")).unwrap_err();
+        let e = html_to_markdown_here(ARTICLE, Some("/guide/c4.html")).unwrap_err();
         assert!(matches!(e, DocumentError::BadBaseUrl(_)));
         assert!(e.to_string().contains("absolute URL"), "{e}");
     }
 
     #[test]
     fn without_a_base_links_stay_as_written() {
-        let md = html_to_markdown(ARTICLE, None).unwrap();
+        let md = html_to_markdown_here(ARTICLE, None).unwrap();
         assert!(md.contains("/codes/g.pdf"), "{md}");
     }
 }

@@ -1,17 +1,23 @@
 //! Documents as text for the model: what kind a body is (content type, leading bytes, file
 //! extension), text in its declared encoding, HTML's main content as Markdown with its links kept, and a PDF's text page by
-//! page. Invariant: extraction never panics into its caller and never runs an external program
-//! unconfined; a PDF that yields no text is an error that says so, never an empty success.
+//! page. Invariant: extraction never panics into its caller, never runs an external program
+//! unconfined, and never runs a third-party parser inside Spear's own process (`confined`: a
+//! child of Spear's own binary with hard limits); a PDF that yields no text is an error that says
+//! so, never an empty success.
 
+mod confined;
 mod html;
 mod kind;
 mod pdf;
 mod pdftotext;
+mod serve;
 mod text;
 
+pub use confined::{SUBCOMMAND as EXTRACT_SUBCOMMAND, set_extractor};
 pub use html::html_to_markdown;
 pub use kind::DocumentKind;
 pub use pdf::{PdfExtractor, PdfOptions, PdfText, pdf_pages, pdf_pages_with};
+pub use serve::serve as serve_extraction;
 pub use text::decode_text;
 
 use thiserror::Error;
@@ -39,6 +45,9 @@ pub enum DocumentError {
     /// The HTML could not be turned into text at all.
     #[error("the HTML could not be converted to text: {0}")]
     Html(String),
+    /// The task was cancelled while the document was being read.
+    #[error("cancelled while the document was being read")]
+    Cancelled,
 }
 
 thread_local! {

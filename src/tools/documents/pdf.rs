@@ -1,13 +1,15 @@
 //! A PDF's text, one string per page: `pdftotext` (poppler) confined in the sandbox when it is
 //! installed, pages split on its form feeds; `pdf-extract` in this process when pdftotext is
-//! absent or fails, on a thread of its own with its panics caught and a time limit. A PDF whose
-//! pages hold no text is `DocumentError::NoText`, never a list of empty pages.
+//! absent or fails, confined in a child of its own (`confined`: bounded memory, CPU and wall
+//! time, no network, killed when the task is cancelled). A PDF whose pages hold no text is
+//! `DocumentError::NoText`, never a list of empty pages.
 
 use std::path::PathBuf;
-use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{DocumentError, contained, pdftotext};
+use super::confined::{self, Bounds, Failure, Job};
+use super::{DocumentError, pdftotext};
+use crate::harness::process::CancelToken;
 
 /// Bounds on one extraction.
 #[derive(Debug, Clone)]
@@ -23,6 +25,10 @@ pub struct PdfOptions {
     pub pdftotext: Option<PathBuf>,
     /// Whether to try pdftotext at all (off: pdf-extract only).
     pub use_pdftotext: bool,
+    /// The address space pdf-extract's child may use: a decompression bomb ends here.
+    pub memory_bytes: u64,
+    /// The task's cancellation: pdf-extract's child is killed at once when it fires.
+    pub cancel: Option<CancelToken>,
 }
 
 impl Default for PdfOptions {
@@ -33,6 +39,8 @@ impl Default for PdfOptions {
             max_text_bytes: 64 << 20,
             pdftotext: None,
             use_pdftotext: true,
+            memory_bytes: 1 << 30,
+            cancel: None,
         }
     }
 }
@@ -81,7 +89,15 @@ pub fn pdf_pages_with(bytes: &[u8], opts: &PdfOptions) -> Result<PdfText, Docume
         Ok(pages) => Poppler::Textless(pages.len()),
         Err(why) => Poppler::Failed(why),
     };
-    match (pdf_extract_pages(bytes, opts), first) {
+    let second = pdf_extract_pages(bytes, opts);
+    if second == Err(Failure::Cancelled) {
+        return Err(DocumentError::Cancelled);
+    }
+    let second = second.map_err(|f| match f {
+        Failure::Failed(why) => why,
+        Failure::Cancelled => "cancelled".to_string(),
+    });
+    match (second, first) {
         (Ok(pages), first) if has_text(&pages) => Ok(PdfText {
             pages,
             extractor: PdfExtractor::PdfExtract,
@@ -138,33 +154,24 @@ pub(super) fn split_pages(text: &str) -> Vec<String> {
     pages
 }
 
-/// pdf-extract's pages, on a thread of its own: it panics on some CMaps, and a pathological
-/// file may loop, so a panic is an error and so is the time limit (the thread is then left to
-/// finish on its own; nothing waits for it).
-fn pdf_extract_pages(bytes: &[u8], opts: &PdfOptions) -> Result<Vec<String>, String> {
-    let owned = bytes.to_vec();
-    let (tx, rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("spear-pdf-extract".into())
-        .spawn(move || {
-            let r = contained(|| pdf_extract::extract_text_from_mem_by_pages(&owned));
-            let _ = tx.send(r);
-        })
-        .map_err(|e| format!("cannot start the extraction thread: {e}"))?;
-    match rx.recv_timeout(opts.timeout) {
-        Ok(Ok(Ok(pages))) => {
-            let total: usize = pages.iter().map(String::len).sum();
-            match total > opts.max_text_bytes {
-                true => Err(format!(
-                    "more than {} bytes of text; the document is too large to extract whole",
-                    opts.max_text_bytes
-                )),
-                false => Ok(pages),
-            }
-        }
-        Ok(Ok(Err(e))) => Err(e.to_string()),
-        Ok(Err(_)) => Err("the PDF parser panicked on this file".into()),
-        Err(_) => Err(format!("no result within {} s", opts.timeout.as_secs_f32())),
+/// pdf-extract's pages, from a confined child: it panics on some CMaps, inflates object streams
+/// without bound and may loop, so every one of those ends in the child, as an error.
+fn pdf_extract_pages(bytes: &[u8], opts: &PdfOptions) -> Result<Vec<String>, Failure> {
+    let bounds = Bounds {
+        memory_bytes: opts.memory_bytes,
+        timeout: opts.timeout,
+        max_output: opts.max_text_bytes.saturating_mul(2),
+    };
+    let out = confined::run(Job::Pdf, bytes, &bounds, opts.cancel.as_ref())?;
+    let pages: Vec<String> = serde_json::from_slice(&out)
+        .map_err(|e| Failure::Failed(format!("the extractor's answer is not a page list: {e}")))?;
+    let total: usize = pages.iter().map(String::len).sum();
+    match total > opts.max_text_bytes {
+        true => Err(Failure::Failed(format!(
+            "more than {} bytes of text; the document is too large to extract whole",
+            opts.max_text_bytes
+        ))),
+        false => Ok(pages),
     }
 }
 

@@ -20,15 +20,16 @@ use crate::harness::sandbox::spec::SYSTEM_PATHS;
 const INPUT: &str = "input.pdf";
 const STDERR_KEPT: usize = 2_000;
 
-/// Stdout up to a limit (past it, only counted), and the start of stderr.
-struct Capped {
-    limit: usize,
+/// Stdout up to a limit (past it, only counted), and the start of stderr. Shared with the
+/// confined extractor, whose output is believed the same way.
+pub(super) struct Capped {
+    pub(super) limit: usize,
     /// Cancelled at the first byte past the limit: nothing more will be believed, so the run
     /// ends now rather than at its time limit.
-    stop: CancelToken,
-    stdout: Vec<u8>,
-    overflow: bool,
-    stderr: Vec<u8>,
+    pub(super) stop: CancelToken,
+    pub(super) stdout: Vec<u8>,
+    pub(super) overflow: bool,
+    pub(super) stderr: Vec<u8>,
 }
 
 impl OutputSink for Capped {

@@ -102,7 +102,7 @@ fn plain(text: &str) -> Extracted {
 fn html(source: &str, bytes: &[u8]) -> Result<Extracted, StandardError> {
     let text = String::from_utf8_lossy(bytes);
     let base = (source.starts_with("http://") || source.starts_with("https://")).then_some(source);
-    let md = html_to_markdown(&text, base).map_err(|e| StandardError::Unsupported {
+    let md = html_to_markdown(&text, base, None).map_err(|e| StandardError::Unsupported {
         origin: source.to_string(),
         why: e.to_string(),
     })?;

@@ -89,6 +89,9 @@ pub fn cite(standard: &str, reference: &str) -> String {
 /// Characters of an excerpt.
 const EXCERPT_CHARS: usize = 240;
 
+/// The largest file a standard is added from (the same as a fetched one).
+pub const MAX_SOURCE_BYTES: u64 = 128 << 20;
+
 /// A loaded standard and the file's modification time and length it was read at.
 type Cached = (SystemTime, u64, Arc<Standard>);
 
@@ -144,6 +147,47 @@ pub fn default_name(source: &str) -> String {
         "standard".into()
     } else {
         name
+    }
+}
+
+/// A source file's bytes: only a regular file, and at most `MAX_SOURCE_BYTES` of it, so a
+/// device (`/dev/zero`), a FIFO or a file that keeps growing is refused, never read without end.
+fn read_source(file: &Path, source: &str) -> Result<Vec<u8>, StandardError> {
+    use std::io::Read;
+    let refused = |why: String| StandardError::Unsupported {
+        origin: source.to_string(),
+        why,
+    };
+    let too_large = || {
+        refused(format!(
+            "it is larger than the {} MiB a standard is added from",
+            MAX_SOURCE_BYTES >> 20
+        ))
+    };
+    // Non-blocking, so opening a FIFO with no writer does not wait; a regular file ignores it.
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(file)
+        .map_err(io("read", file))?;
+    let meta = f.metadata().map_err(io("read", file))?;
+    if !meta.is_file() {
+        return Err(refused(
+            "it is not a regular file (a device, a FIFO or a directory is not read as a standard; \
+             copy the document into a file first)"
+                .into(),
+        ));
+    }
+    if meta.len() > MAX_SOURCE_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io("read", file))?;
+    match bytes.len() as u64 > MAX_SOURCE_BYTES {
+        true => Err(too_large()),
+        false => Ok(bytes),
     }
 }
 
@@ -241,8 +285,8 @@ impl StandardsLibrary {
         file: &Path,
         name: Option<&str>,
     ) -> Result<(AddOutcome, StandardMeta), StandardError> {
-        let bytes = fs::read(file).map_err(io("read", file))?;
         let source = file.display().to_string();
+        let bytes = read_source(file, &source)?;
         let kind = extract::detect(&source, None, &bytes)?;
         let name = name.map_or_else(|| default_name(&source), str::to_string);
         self.add(&name, &source, kind, &bytes)

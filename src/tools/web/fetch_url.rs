@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use crate::harness::command_policy::{CommandAssessment, CommandClass};
 use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::process::CancelToken;
 use crate::harness::target_policy::Writer;
 use crate::tools::documents::{
-    DocumentError, DocumentKind, decode_text, html_to_markdown, pdf_pages,
+    DocumentError, DocumentKind, PdfOptions, decode_text, html_to_markdown, pdf_pages_with,
 };
 use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext, ToolHandler};
 use crate::tools::host::SpearHost;
@@ -168,7 +169,7 @@ fn run_fetch(req: &FetchRequest, host: &SpearHost, ctx: &RunContext<'_>) -> Acti
             Err(e) => return crate::tools::host::files::fs_failure(e).into(),
         }
     }
-    let mut result = render(&fetched, req, web);
+    let mut result = render(&fetched, req, web, ctx.cancel);
     if let Some((path, bytes, created)) = saved {
         let verb = if created { "created" } else { "wrote" };
         result.stdout = format!("saved: {verb} `{path}` ({bytes} bytes)\n{}", result.stdout);
@@ -195,8 +196,8 @@ fn fetch_failure(e: FetchError) -> ToolResult {
     ToolResult::refused(status, e.to_string())
 }
 
-/// The fetched body as the model reads it.
-fn render(f: &Fetched, req: &FetchRequest, web: &WebPair) -> ToolResult {
+/// The fetched body as the model reads it; `cancel` stops a document's extraction at once.
+fn render(f: &Fetched, req: &FetchRequest, web: &WebPair, cancel: &CancelToken) -> ToolResult {
     let head = &f.body[..f.body.len().min(4096)];
     let kind = DocumentKind::detect(f.content_type.as_deref(), Some(f.url.path()), head);
     let what = format!(
@@ -219,19 +220,22 @@ fn render(f: &Fetched, req: &FetchRequest, web: &WebPair) -> ToolResult {
         ));
     }
     match kind {
-        Some(DocumentKind::Pdf) => match pdf_pages(&f.body) {
-            Ok(pages) => {
+        Some(DocumentKind::Pdf) => match pdf_pages_with(&f.body, &pdf_options(cancel)) {
+            Ok(text) => {
+                let pages = text.pages;
                 let pages = Arc::new(pages);
                 web.remember(&[req.url.as_str(), f.url.as_str()], pages.clone());
                 render_pdf(f.url.as_str(), &pages, req.pages, &what)
             }
             Err(e @ DocumentError::NoText { .. }) => ToolResult::failed(format!("{}: {e}", f.url)),
+            Err(e @ DocumentError::Cancelled) => cancelled(f.url.as_str(), e),
             Err(e) => ToolResult::failed(format!("{}: the PDF could not be read: {e}", f.url)),
         },
         Some(DocumentKind::Html) => {
             let text = decode_text(&f.body, f.content_type.as_deref(), DocumentKind::Html);
-            match html_to_markdown(&text, Some(f.url.as_str())) {
+            match html_to_markdown(&text, Some(f.url.as_str()), Some(cancel)) {
                 Ok(md) => ToolResult::ok(format!("{} ({what}; HTML as Markdown)\n\n{md}", f.url)),
+                Err(e @ DocumentError::Cancelled) => cancelled(f.url.as_str(), e),
                 Err(e) => ToolResult::failed(format!("{}: {e}", f.url)),
             }
         }
@@ -252,6 +256,17 @@ fn render(f: &Fetched, req: &FetchRequest, web: &WebPair) -> ToolResult {
             }
         )),
     }
+}
+
+fn pdf_options(cancel: &CancelToken) -> PdfOptions {
+    PdfOptions {
+        cancel: Some(cancel.clone()),
+        ..PdfOptions::default()
+    }
+}
+
+fn cancelled(url: &str, e: DocumentError) -> ToolResult {
+    ToolResult::refused(ToolStatus::Cancelled, format!("{url}: {e}"))
 }
 
 /// One slice of a PDF, with the range that continues it named first and last.
