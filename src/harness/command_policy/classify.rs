@@ -41,7 +41,7 @@ use super::tables::{self, base_name};
 use super::wrappers;
 use super::{PolicyConfig, env_names, scripts};
 use crate::harness::shell::{
-    self, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
+    self, Budget, Redirect, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
 };
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
@@ -227,8 +227,16 @@ impl Cx<'_> {
         for decl in &f.declarations {
             self.declaration(decl);
         }
-        let redirects: Vec<_> = f.all_redirects().collect();
-        for r in redirects {
+        // Each redirection with its place in its own command's list (the order they apply
+        // in); a compound statement's are judged as if nothing before them bound a descriptor.
+        let placed = f.commands.iter().flat_map(|c| {
+            c.redirects
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r, c.redirects.as_slice(), i))
+        });
+        let statements = f.statement_redirects.iter().map(|r| (r, &[][..], 0));
+        for (r, list, at) in placed.chain(statements) {
             let Some(target) = &r.target else { continue };
             self.watchdog(target);
             if paths::scope(target, None) == Scope::NetworkDevice {
@@ -236,7 +244,8 @@ impl Cx<'_> {
                 continue;
             }
             if r.kind.writes() {
-                self.redirect_target(target, &format!("the redirection `{}`", r.kind.operator()));
+                let who = format!("the redirection `{}`", r.kind.operator());
+                self.redirect_target(target, &who, (list, at));
             }
         }
     }
@@ -244,7 +253,7 @@ impl Cx<'_> {
     /// A redirection writes `target`: a discard device is no write; `/dev/fd/N`, `/dev/stdout`
     /// and the like write the file descriptor N holds (taken from the whole line's
     /// redirections); everything else is judged as any written path.
-    fn redirect_target(&mut self, target: &Word, who: &str) {
+    fn redirect_target(&mut self, target: &Word, who: &str, place: (&[Redirect], usize)) {
         let root = self.config.workspace_root.as_deref();
         let fd = match paths::scope(target, root) {
             Scope::Harmless => return,
@@ -253,8 +262,21 @@ impl Cx<'_> {
         };
         let f = self.facts;
         let redirects: Vec<_> = f.all_redirects().collect();
-        match descriptors::behind(fd, &redirects, self.depth > 0) {
-            Behind::Stream => {}
+        let nested = self.depth > 0;
+        match descriptors::behind(fd, &redirects, nested) {
+            Behind::Stream if descriptors::stream_when_applied(fd, place.0, place.1, nested) => {}
+            Behind::Stream => {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "{who} writes `{}`, reopening descriptor {fd} before the command's own \
+                         redirections bind it (they apply left to right), so it is the one \
+                         the command inherited",
+                        target.value
+                    ),
+                );
+                self.a.add_write(&target.value);
+            }
             Behind::Files(files) => {
                 let who = format!("{who} (reopening descriptor {fd} on `{}`)", target.value);
                 for file in &files {
