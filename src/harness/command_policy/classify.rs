@@ -233,10 +233,10 @@ impl Cx<'_> {
             c.redirects
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (r, c.redirects.as_slice(), i))
+                .map(|(i, r)| (r, Some((c.redirects.as_slice(), i))))
         });
-        let statements = f.statement_redirects.iter().map(|r| (r, &[][..], 0));
-        for (r, list, at) in placed.chain(statements) {
+        let statements = f.statement_redirects.iter().map(|r| (r, None));
+        for (r, place) in placed.chain(statements) {
             let Some(target) = &r.target else { continue };
             self.watchdog(target);
             if paths::scope(target, None) == Scope::NetworkDevice {
@@ -245,7 +245,7 @@ impl Cx<'_> {
             }
             if r.kind.writes() {
                 let who = format!("the redirection `{}`", r.kind.operator());
-                self.redirect_target(target, &who, (list, at));
+                self.redirect_target(r, &who, place);
             }
         }
     }
@@ -253,7 +253,10 @@ impl Cx<'_> {
     /// A redirection writes `target`: a discard device is no write; `/dev/fd/N`, `/dev/stdout`
     /// and the like write the file descriptor N holds (taken from the whole line's
     /// redirections); everything else is judged as any written path.
-    fn redirect_target(&mut self, target: &Word, who: &str, place: (&[Redirect], usize)) {
+    /// `place` is the redirection's own command's list and its index there; None for a
+    /// compound statement's, whose order among the line's others the facts do not keep.
+    fn redirect_target(&mut self, this: &Redirect, who: &str, place: Option<(&[Redirect], usize)>) {
+        let Some(target) = &this.target else { return };
         let root = self.config.workspace_root.as_deref();
         let fd = match paths::scope(target, root) {
             Scope::Harmless => return,
@@ -264,7 +267,15 @@ impl Cx<'_> {
         let redirects: Vec<_> = f.all_redirects().collect();
         let nested = self.depth > 0;
         match descriptors::behind(fd, &redirects, nested) {
-            Behind::Stream if descriptors::stream_when_applied(fd, place.0, place.1, nested) => {}
+            Behind::Stream
+                if match place {
+                    Some((list, at)) => descriptors::stream_when_applied(fd, list, at, nested),
+                    // Without the order: a stream only if nothing in the line rebinds it.
+                    None => {
+                        descriptors::stream_when_applied(fd, &[], 0, nested)
+                            && !descriptors::rebound_elsewhere(fd, &redirects, this)
+                    }
+                } => {}
             Behind::Stream => {
                 self.raise(
                     ShellComplex,

@@ -75,6 +75,16 @@ pub(crate) fn stream_when_applied(fd: u32, list: &[Redirect], at: usize, nested:
     }
 }
 
+/// Whether any of `redirects` but `this` may bind `fd` (a `{var}>` binding may, for 10 or
+/// more).
+pub(crate) fn rebound_elsewhere(fd: u32, redirects: &[&Redirect], this: &Redirect) -> bool {
+    let others = redirects.iter().filter(|r| !std::ptr::eq(**r, this));
+    others.into_iter().any(|r| match bound(r) {
+        Some(fds) => fds.contains(&fd),
+        None => fd >= 10,
+    })
+}
+
 /// What one redirection puts on the descriptor it binds.
 enum Binding {
     /// `N>&-`: closed, so opening `/dev/fd/N` fails.
