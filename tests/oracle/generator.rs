@@ -86,6 +86,20 @@ const OPERANDS: &[&str] = &[
     "$'a.txt'",
     "\"${HOME}\"/x",
     "**/*.rs",
+    "\"${f:-a.txt}\"",
+    "\"$(ls | head -1)\"",
+    "$(printf %s -n)",
+    "<(cat a.txt)",
+    ".git",
+    ".git/hooks",
+    "./script.sh",
+    "/proc/self/status",
+    "/dev/stdin",
+    "$((1+1))",
+    "\"$@\"",
+    "${x[0]}",
+    "'-'",
+    "--",
 ];
 
 const VALUES: &[&str] = &[
@@ -109,6 +123,20 @@ const REDIRECTIONS: &[&str] = &[
     " 2>/dev/stderr",
     " &>/dev/null",
     " <&-",
+    " >|/dev/null",
+    " 2>>/dev/null",
+    " <>a.txt",
+    " 3<>a.txt",
+    " 3<a.txt",
+    " >/dev/fd/1",
+    " >/proc/self/fd/2",
+    " 2>/dev/fd/1",
+    " >&-",
+    " <<'EOF'\nalpha\nEOF\n",
+    " <<EOF\n$HOME\nEOF\n",
+    " 1<>/dev/null",
+    " >/dev/full",
+    " >/dev/zero",
 ];
 
 const WRAPPERS: &[&str] = &[
@@ -122,6 +150,16 @@ const WRAPPERS: &[&str] = &[
     "nohup ",
     "builtin ",
     "exec ",
+    "TZ=UTC ",
+    "env -u HOME ",
+    "command -p ",
+    "timeout -s KILL 3 ",
+    "nice -n 5 ",
+    "PAGER=cat ",
+    "GIT_PAGER=cat ",
+    "xargs ",
+    "printf '%s\\n' a.txt | xargs ",
+    "find . -name '*.txt' -print0 | xargs -0 ",
 ];
 
 const OPERATORS: &[&str] = &[" && ", " || ", "; ", " | ", "\n", " |& "];
@@ -144,6 +182,72 @@ const STRUCTURES: &[&str] = &[
     "X | xargs echo",
     "[ -f a.txt ] && X",
     "test -d src || X",
+    "x=a.txt; X",
+    "f() { X; }; f",
+    "X | tee /dev/null",
+    "X > >(cat)",
+    "(cd src && X)",
+    "cd docs; X",
+    "until true; do X; done",
+    "select x in a; do X; break; done </dev/null",
+    "exec 3<a.txt; X",
+    "exec 2>/dev/null; X",
+    "{ X; } 2>&1 | cat",
+    "time { X; }",
+    "coproc X",
+    "X &",
+    "X; wait",
+];
+
+/// Program texts for the tools that run one (sed, awk): readers, and the writers, runners and
+/// readers of other files the classifier must catch.
+const SED_SCRIPTS: &[&str] = &[
+    "-n 1p",
+    "'1,2p'",
+    "-e p",
+    "-n '/a/p'",
+    "'s/a/b/'",
+    "'s/a/b/g'",
+    "'/x/d'",
+    "'y/ab/ba/'",
+    "=",
+    "'s/a/b/w out.txt'",
+    "'w out.txt'",
+    "'1e id'",
+    "'s/x/y/e'",
+    "'r a.txt'",
+    "'R b.txt'",
+    "'W out.txt'",
+    "-n 'l'",
+    "'$!N;P;D'",
+    "-z 's/a/b/'",
+    "-E 's/(a)/\\1/'",
+    "--debug p",
+    "-s -n '$p'",
+    "-u p",
+    "'F'",
+    "'Q'",
+];
+
+const AWK_PROGRAMS: &[&str] = &[
+    "'{print $1}'",
+    "'NR==1'",
+    "-F, '{print $2}'",
+    "'END{print NR}'",
+    "'{print > \"out.txt\"}'",
+    "'BEGIN{system(\"id\")}'",
+    "'{print | \"cat\"}'",
+    "'BEGIN{while((getline l < \"a.txt\")>0) print l}'",
+    "'BEGIN{\"date\" | getline d; print d}'",
+    "'{printf \"%s\\n\", $0}'",
+    "-v OFS=: '{$1=$1; print}'",
+    "'BEGIN{print ENVIRON[\"HOME\"]}'",
+    "'{print > \"/dev/stderr\"}'",
+    "'BEGIN{close(\"x\"); fflush()}'",
+    "'{a[$1]++} END{for(k in a) print k, a[k]}'",
+    "'@load \"readfile\"'",
+    "-f main.py",
+    "'BEGIN { printf \"x\" > \"/dev/null\" }'",
 ];
 
 /// The pieces the generator draws from.
@@ -229,21 +333,10 @@ impl Grammar {
         for _ in 0..r.below(4) {
             words.push(self.option(e, r));
         }
-        if e.check.as_deref() == Some("sed") {
-            words.push(
-                r.pick::<&str>(&["-n", "-n 1p", "'1,2p'", "-e p", "-n '/a/p'"])
-                    .to_string(),
-            );
-        } else if e.check.as_deref() == Some("awk") {
-            words.push(
-                r.pick::<&str>(&[
-                    "'{print $1}'",
-                    "'NR==1'",
-                    "-F, '{print $2}'",
-                    "'END{print NR}'",
-                ])
-                .to_string(),
-            );
+        match e.check.as_deref() {
+            Some("sed") => words.push(r.pick(SED_SCRIPTS).to_string()),
+            Some("awk") => words.push(r.pick(AWK_PROGRAMS).to_string()),
+            _ => {}
         }
         for _ in 0..r.below(4) {
             words.push(self.operand(r));

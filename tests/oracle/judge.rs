@@ -93,8 +93,25 @@ pub fn parse_exceptions(text: &str) -> Result<Vec<Exception>, String> {
     Ok(out)
 }
 
-/// `*` (any run, `/` included) and `?` (one character); everything else literal.
+/// `*` (any run, `/` included), `?` (one character) and `{a,b}` (either); everything else
+/// literal.
 pub fn glob(pattern: &str, text: &str) -> bool {
+    if let Some(open) = pattern.find('{')
+        && let Some(len) = pattern[open..].find('}')
+    {
+        let (head, body, tail) = (
+            &pattern[..open],
+            &pattern[open + 1..open + len],
+            &pattern[open + len + 1..],
+        );
+        return body
+            .split(',')
+            .any(|alt| glob(&format!("{head}{alt}{tail}"), text));
+    }
+    plain_glob(pattern, text)
+}
+
+fn plain_glob(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
@@ -520,6 +537,7 @@ mod tests {
         assert!(glob("*/.git/index.lock", "/w/s/.git/index.lock"));
         assert!(!glob("*/.git/index.lock", "/w/s/.git/index"));
         assert!(glob("bash", "bash") && glob("*", ""));
+        assert!(glob("*/{gzip,xz}", "/usr/bin/xz") && !glob("*/{gzip,xz}", "/usr/bin/sh"));
         let e = parse_exceptions("# c\ngit\topenat\t*/index.lock\twhy\n").unwrap();
         assert_eq!(e.len(), 1);
         assert!(parse_exceptions("git\topenat\t*\n").is_err());

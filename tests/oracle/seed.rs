@@ -75,6 +75,18 @@ pub fn build(root: &Path) {
         std::fs::Permissions::from_mode(0o755),
     )
     .unwrap();
+    // Archives for `tar -t`: one plain, one that tar lists through `gzip -d`.
+    for (name, flags) in [("a.tar", "-cf"), ("a.tgz", "-czf")] {
+        let out = Command::new("tar")
+            .args([flags, name, "a.txt", "src"])
+            .current_dir(root)
+            .output()
+            .unwrap_or_else(|e| panic!("tar is needed to build the oracle's seed: {e}"));
+        assert!(
+            out.status.success(),
+            "tar {flags} {name} failed building the seed"
+        );
+    }
     git(root, &["init", "-q", "-b", "main"]);
     git(root, &["config", "user.name", "Seed"]);
     git(root, &["config", "user.email", "seed@example.invalid"]);
