@@ -217,8 +217,8 @@ async fn the_corpus_and_a_fixed_seed_sample_attempt_no_write() {
     assert_exceptions_used(&oracle);
 }
 
-/// At length (`scripts/oracle --minutes N [--seed S]`): generated commands until the time is
-/// up, printing figures after each round.
+/// At length (`scripts/oracle --minutes N [--seed S]`): the corpus, then generated and composed
+/// commands until the time is up, printing figures after each round.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "runs for minutes; scripts/oracle runs it"]
 async fn at_length() {
@@ -241,8 +241,11 @@ async fn at_length() {
     let mut rng = Rng::new(seed);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(minutes * 60.0);
-    let mut total = Report::default();
-    let mut text = String::new();
+    // The corpus first: every run at length covers it, and with it every exception's case.
+    let mut total = oracle.check(&corpus).await;
+    let mut text = total.misses_text();
+    eprint!("{text}");
+    print_figures("corpus", None, &total);
     while Instant::now() < deadline {
         let (mut round, _) = generated(&oracle, &grammar, BATCH * PARALLEL, &mut rng);
         round.extend(composed(&oracle, &corpus, BATCH / 5, &mut rng));
