@@ -88,7 +88,7 @@ fn composed(oracle: &Oracle, parts: &[String], n: usize, rng: &mut Rng) -> Vec<S
             let op = *rng.pick::<&str>(&["&&", "||", ";", "|", "\n"]);
             format!("{a} {op} {b}")
         } else {
-            match compose::wrap(*rng.pick(compose::WRAPS), a) {
+            match compose::wrap(rng.pick::<&str>(compose::WRAPS), a) {
                 Some(w) => w,
                 None => continue,
             }

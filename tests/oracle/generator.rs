@@ -275,7 +275,7 @@ impl Grammar {
             _ => 2,
         };
         for _ in 0..joins {
-            s.push_str(*r.pick(OPERATORS));
+            s.push_str(r.pick::<&str>(OPERATORS));
             s.push_str(&self.pipeline(r));
         }
         if r.chance(15) {
@@ -295,7 +295,7 @@ impl Grammar {
         }
         for _ in 0..r.below(3) {
             if r.chance(40) {
-                s.push_str(*r.pick(REDIRECTIONS));
+                s.push_str(r.pick::<&str>(REDIRECTIONS));
             }
         }
         s

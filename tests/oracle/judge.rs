@@ -419,6 +419,16 @@ impl Judge<'_> {
                     }
                 }
             }
+            // A datagram addressed on its own (no connect first) to an internet address.
+            "sendto" | "sendmsg" | "sendmmsg" => {
+                let addr = match name {
+                    "sendto" => c.arg(4).unwrap_or(""),
+                    _ => c.arg(1).unwrap_or(""),
+                };
+                if addr.contains("sa_family=AF_INET") {
+                    out.push(("a send to an internet address", format!("inet:{addr}")));
+                }
+            }
             "kill" | "tkill" | "tgkill" | "rt_sigqueueinfo" | "rt_tgsigqueueinfo" => {
                 let sig = match name {
                     "tgkill" | "rt_tgsigqueueinfo" => c.arg(2),
@@ -506,6 +516,7 @@ mod tests {
             "kill(77, SIGTERM) = 0",
             "execve(\"/usr/bin/rm\", [\"rm\"], 0x1 /* 1 vars */) = 0",
             "mkdir(\"d\", 0777) = 0",
+            "sendto(3<socket:[9]>, \"x\", 1, MSG_NOSIGNAL, {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr(\"1.1.1.1\")}, 16) = 1",
         ];
         for c in cases {
             let v = judge(&format!("{PREAMBLE}1 {c}\n"), &["ls"]);
@@ -524,6 +535,8 @@ mod tests {
             "unlinkat(AT_FDCWD</root>, \".cache/x\", 0) = 0",
             "connect(3<socket:[9]>, {sa_family=AF_UNIX, sun_path=\"/run/x\"}, 110) = 0",
             "kill(1, 0) = 0",
+            "sendto(3<socket:[9]>, \"x\", 1, 0, NULL, 0) = 1",
+            "sendmsg(3<socket:[9]>, {msg_name={sa_family=AF_NETLINK, nl_pid=0, nl_groups=00000000}, msg_namelen=12}, 0) = 20",
             "execve(\"/usr/bin/ls\", [\"ls\"], 0x1 /* 1 vars */) = 0",
         ];
         for c in calls {

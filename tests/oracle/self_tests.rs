@@ -32,6 +32,10 @@ const WRITERS: &[(&str, &str)] = &[
         "a connect",
     ),
     ("exec 3<>/dev/tcp/192.0.2.1/80", "a connect"),
+    (
+        "/usr/bin/python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"192.0.2.1\", 53))'",
+        "a send to an internet address",
+    ),
     ("kill -TERM 1", "a signal to a process it did not start"),
 ];
 
