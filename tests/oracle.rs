@@ -131,6 +131,9 @@ fn print_figures(what: &str, seed: Option<u64>, r: &Report) {
         r.timeouts,
         r.misses.len()
     );
+    for (micros, command) in &r.slowest {
+        eprintln!("oracle:   slow: {:.2} s {command:?}", *micros as f64 / 1e6);
+    }
 }
 
 /// Whether a program an exception names is on this host's system path (a glob matches a
@@ -257,6 +260,9 @@ async fn at_length() {
         text.push_str(&r.misses_text());
         eprint!("{}", r.misses_text());
         total.misses.extend(r.misses);
+        total.slowest.extend(r.slowest);
+        total.slowest.sort_by(|a, b| b.0.cmp(&a.0));
+        total.slowest.truncate(3);
         print_figures("so far", Some(seed), &total);
     }
     print_figures("at length", Some(seed), &total);

@@ -38,6 +38,8 @@ pub struct Report {
     pub misses: Vec<Miss>,
     pub timeouts: usize,
     pub elapsed: Duration,
+    /// The slowest commands (microseconds, command), slowest first.
+    pub slowest: Vec<(u64, String)>,
 }
 
 impl Report {
@@ -143,6 +145,9 @@ impl Oracle {
             t.raw.chars().take(4000).collect::<String>()
         );
         report.count += 1;
+        report.slowest.push((t.micros, t.command.clone()));
+        report.slowest.sort_by(|a, b| b.0.cmp(&a.0));
+        report.slowest.truncate(3);
         if t.status == Some(124) || t.status == Some(137) {
             report.timeouts += 1;
         }

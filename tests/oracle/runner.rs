@@ -44,11 +44,12 @@ while IFS= read -r -d '' cmd; do
     fi
     cp -a "$ws/seed" "$ws/scratch"
     printf '\n@@oracle begin %d %s\n' "$i" "$ws/scratch"
+    t0=${EPOCHREALTIME/./}
     ( cd "$ws/scratch" && exec timeout -k 2 "$1" strace -f --seccomp-bpf -y -qq -s 4096 -e signal=none -o /dev/stderr \
         -e trace="$2" -- /bin/bash -c 'exec 2>/dev/null; exec /bin/bash -c "$1"' oracle "$cmd" \
         2>&1 >/dev/null </dev/null )
     rc=$?
-    printf '\n@@oracle end %d %d\n' "$i" "$rc"
+    printf '\n@@oracle end %d %d %d\n' "$i" "$rc" "$(( ${EPOCHREALTIME/./} - t0 ))"
     i=$((i + 1))
 done < "$ws/cmds"
 rm -rf "$ws/scratch" "$ws"/gone.* 2>/dev/null
@@ -62,6 +63,8 @@ pub struct Traced {
     /// strace's status: the command's, or 124 when the timeout stopped it.
     pub status: Option<i32>,
     pub scratch: String,
+    /// How long the traced command took, strace's start and end included.
+    pub micros: u64,
     pub trace: Trace,
     pub raw: String,
 }
@@ -212,7 +215,8 @@ fn split(out: &str, commands: &[String], home: &mut Option<String>) -> Vec<Trace
             let (i, scratch) = rest.trim_end().split_once(' ').unwrap();
             current = Some((i.parse().unwrap(), scratch.to_string(), String::new()));
         } else if let Some(rest) = line.strip_prefix("@@oracle end ") {
-            let (i, rc) = rest.trim_end().split_once(' ').unwrap();
+            let mut f = rest.split_whitespace();
+            let (i, rc, micros) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
             let (j, scratch, raw) = current.take().expect("an end marker without a begin");
             let i: usize = i.parse().unwrap();
             assert_eq!(i, j, "markers out of order");
@@ -220,6 +224,7 @@ fn split(out: &str, commands: &[String], home: &mut Option<String>) -> Vec<Trace
                 command: commands[i].clone(),
                 status: rc.parse().ok(),
                 scratch,
+                micros: micros.parse().unwrap_or(0),
                 trace: trace::parse(&raw),
                 raw,
             });
