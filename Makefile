@@ -1,12 +1,12 @@
 # Two entry points: `make run` and `make test`. Both first make sure the system packages
-# (bubblewrap, slirp4netns, tmux, poppler-utils) are installed, through apt-get, as root or sudo.
+# (bubblewrap, slirp4netns, tmux, poppler-utils, strace) are installed, through apt-get, as root or sudo.
 # `make test` run as root also runs the live execution suite as an unprivileged user
 # (scripts/test-unprivileged creates `spear-test` when missing), then prints which host
 # features the live tests exercised (scripts/test-summary); the suite's exit status is kept.
 
 CARGO ?= cargo
 FEATURES_FILE := $(CURDIR)/target/test-features.txt
-SYSTEM_PACKAGES := bubblewrap slirp4netns tmux poppler-utils
+SYSTEM_PACKAGES := bubblewrap slirp4netns tmux poppler-utils strace
 export CARGO_TERM_COLOR ?= never
 
 .PHONY: run test deps build

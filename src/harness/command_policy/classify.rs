@@ -41,7 +41,7 @@ use super::tables::{self, base_name};
 use super::wrappers;
 use super::{PolicyConfig, env_names, scripts};
 use crate::harness::shell::{
-    self, Assignment, Budget, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
+    self, Assignment, Budget, Redirect, RedirectKind, Resource, ShellFacts, SimpleCommand, Word,
 };
 
 use CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
@@ -231,8 +231,16 @@ impl Cx<'_> {
         for decl in &f.declarations {
             self.declaration(decl);
         }
-        let redirects: Vec<_> = f.all_redirects().collect();
-        for r in redirects {
+        // Each redirection with its place in its own command's list (the order they apply
+        // in); a compound statement's are judged as if nothing before them bound a descriptor.
+        let placed = f.commands.iter().flat_map(|c| {
+            c.redirects
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r, Some((c.redirects.as_slice(), i))))
+        });
+        let statements = f.statement_redirects.iter().map(|r| (r, None));
+        for (r, place) in placed.chain(statements) {
             let Some(target) = &r.target else { continue };
             self.watchdog(target);
             if paths::scope(target, None) == Scope::NetworkDevice {
@@ -240,7 +248,8 @@ impl Cx<'_> {
                 continue;
             }
             if r.kind.writes() {
-                self.redirect_target(target, &format!("the redirection `{}`", r.kind.operator()));
+                let who = format!("the redirection `{}`", r.kind.operator());
+                self.redirect_target(r, &who, place);
             }
         }
     }
@@ -248,7 +257,16 @@ impl Cx<'_> {
     /// A redirection writes `target`: a discard device is no write; `/dev/fd/N`, `/dev/stdout`
     /// and the like write the file descriptor N holds (taken from the whole line's
     /// redirections); everything else is judged as any written path.
-    pub(crate) fn redirect_target(&mut self, target: &Word, who: &str) {
+    /// `place` is the redirection's own command's list and its index there; None for a
+    /// compound statement's, or a program's own output file (awk's `print > "/dev/stderr"`),
+    /// whose order among the line's redirections is not known.
+    pub(crate) fn redirect_target(
+        &mut self,
+        this: &Redirect,
+        who: &str,
+        place: Option<(&[Redirect], usize)>,
+    ) {
+        let Some(target) = &this.target else { return };
         let root = self.config.workspace_root.as_deref();
         let fd = match paths::scope(target, root) {
             Scope::Harmless => return,
@@ -257,8 +275,29 @@ impl Cx<'_> {
         };
         let f = self.facts;
         let redirects: Vec<_> = f.all_redirects().collect();
-        match descriptors::behind(fd, &redirects, self.depth > 0) {
-            Behind::Stream => {}
+        let nested = self.depth > 0;
+        match descriptors::behind(fd, &redirects, nested) {
+            Behind::Stream
+                if match place {
+                    Some((list, at)) => descriptors::stream_when_applied(fd, list, at, nested),
+                    // Without the order: a stream only if nothing in the line rebinds it.
+                    None => {
+                        descriptors::stream_when_applied(fd, &[], 0, nested)
+                            && !descriptors::rebound_elsewhere(fd, &redirects, this)
+                    }
+                } => {}
+            Behind::Stream => {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "{who} writes `{}`, reopening descriptor {fd} before the command's own \
+                         redirections bind it (they apply left to right), so it is the one \
+                         the command inherited",
+                        target.value
+                    ),
+                );
+                self.a.add_write(&target.value);
+            }
             Behind::Files(files) => {
                 let who = format!("{who} (reopening descriptor {fd} on `{}`)", target.value);
                 for file in &files {

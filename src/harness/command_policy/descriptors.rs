@@ -43,6 +43,86 @@ pub(crate) fn behind(fd: u32, redirects: &[&Redirect], nested: bool) -> Behind {
     }
 }
 
+/// Whether descriptor `fd`, at the moment the redirection at `at` of one command's own list
+/// `list` is applied, can only be the sandbox's standard output or error, a discard device, or
+/// closed. Redirections apply left to right, so one later in the list has bound nothing yet
+/// (`ls >/dev/fd/3 3>&1` opens whatever fd 3 was before): what is not bound earlier in the same
+/// list is the descriptor the command inherited, a stream only for 1 and 2 of a line no caller
+/// rebound. `behind` answers for the whole line; a reopening is harmless only when both agree.
+pub(crate) fn stream_when_applied(fd: u32, list: &[Redirect], at: usize, nested: bool) -> bool {
+    let (mut fd, mut at) = (fd, at.min(list.len()));
+    loop {
+        let earlier = list[..at]
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, r)| match bound(r) {
+                Some(fds) => fds.contains(&fd),
+                // `{var}>f` binds a descriptor bash picks (10 or more).
+                None => fd >= 10,
+            });
+        let Some((j, r)) = earlier else {
+            return matches!(fd, 1 | 2) && !nested;
+        };
+        if bound(r).is_none() {
+            return false;
+        }
+        match binding(r) {
+            Binding::Closed | Binding::Harmless => return true,
+            Binding::Copy(m) => (fd, at) = (m, j),
+            Binding::File | Binding::Unknown => return false,
+        }
+    }
+}
+
+/// Whether any of `redirects` but `this` may bind `fd` (a `{var}>` binding may, for 10 or
+/// more).
+pub(crate) fn rebound_elsewhere(fd: u32, redirects: &[&Redirect], this: &Redirect) -> bool {
+    let others = redirects.iter().filter(|r| !std::ptr::eq(**r, this));
+    others.into_iter().any(|r| match bound(r) {
+        Some(fds) => fds.contains(&fd),
+        None => fd >= 10,
+    })
+}
+
+/// What one redirection puts on the descriptor it binds.
+enum Binding {
+    /// `N>&-`: closed, so opening `/dev/fd/N` fails.
+    Closed,
+    /// A discard device.
+    Harmless,
+    /// A copy of descriptor M (`N>&M`, `>/dev/fd/M`).
+    Copy(u32),
+    /// A file the words name (`>&file` is `&>file`).
+    File,
+    /// Something the words do not tell: a here-document, an expansion, a network device.
+    Unknown,
+}
+
+fn binding(r: &Redirect) -> Binding {
+    let Some(target) = &r.target else {
+        return Binding::Unknown;
+    };
+    match r.kind {
+        RedirectKind::HereDoc | RedirectKind::HereString => Binding::Unknown,
+        RedirectKind::DuplicateOutput | RedirectKind::DuplicateInput => {
+            let v = target.value.trim_end_matches('-');
+            match (target.dynamic, v.is_empty(), v.parse::<u32>()) {
+                (true, _, _) => Binding::Unknown,
+                (false, true, _) => Binding::Closed,
+                (false, false, Ok(m)) => Binding::Copy(m),
+                (false, false, Err(_)) => Binding::File,
+            }
+        }
+        _ => match paths::scope(target, None) {
+            Scope::Harmless => Binding::Harmless,
+            Scope::Descriptor(m) => Binding::Copy(m),
+            Scope::NetworkDevice | Scope::Unknown => Binding::Unknown,
+            _ => Binding::File,
+        },
+    }
+}
+
 /// The descriptors a redirection binds; None when they are not a number (`{var}>f`).
 fn bound(r: &Redirect) -> Option<Vec<u32>> {
     match &r.fd {
@@ -97,51 +177,22 @@ impl Walk<'_> {
             if !fds.contains(&fd) {
                 continue;
             }
-            let Some(target) = &r.target else {
-                return false;
-            };
-            match r.kind {
-                RedirectKind::HereDoc | RedirectKind::HereString => return false,
-                RedirectKind::DuplicateOutput | RedirectKind::DuplicateInput => {
-                    let v = target.value.trim_end_matches('-');
-                    if target.dynamic {
+            match binding(r) {
+                Binding::Closed | Binding::Harmless => rebound = true,
+                Binding::Copy(m) if self.path.contains(&m) => {}
+                Binding::Copy(m) => {
+                    if !self.descriptor(m) {
                         return false;
                     }
-                    if v.is_empty() {
-                        // `N>&-` closes it: opening `/dev/fd/N` then fails.
-                        rebound = true;
-                        continue;
-                    }
-                    match v.parse::<u32>() {
-                        Ok(m) if self.path.contains(&m) => {}
-                        Ok(m) => {
-                            if !self.descriptor(m) {
-                                return false;
-                            }
-                            rebound = true;
-                        }
-                        // `>&file` is `&>file`: a file.
-                        Err(_) => {
-                            self.files.push(target.clone());
-                            rebound = true;
-                        }
-                    }
+                    rebound = true;
                 }
-                _ => match paths::scope(target, None) {
-                    Scope::Harmless => rebound = true,
-                    Scope::Descriptor(m) if self.path.contains(&m) => {}
-                    Scope::Descriptor(m) => {
-                        if !self.descriptor(m) {
-                            return false;
-                        }
-                        rebound = true;
-                    }
-                    Scope::NetworkDevice | Scope::Unknown => return false,
-                    _ => {
+                Binding::File => {
+                    if let Some(target) = &r.target {
                         self.files.push(target.clone());
-                        rebound = true;
                     }
-                },
+                    rebound = true;
+                }
+                Binding::Unknown => return false,
             }
         }
         // Not rebound here: the sandbox's standard output and error are its own pipes, unless a
@@ -203,6 +254,33 @@ mod tests {
             behind_in("echo x 3<notes.txt 2>&3 >/dev/stderr", 2),
             files(&["notes.txt"])
         );
+    }
+
+    /// `stream_when_applied` for the last redirection of the line's first command.
+    fn stream_at_last(source: &str, fd: u32) -> bool {
+        let facts = shell::parse(source);
+        let list = &facts.commands[0].redirects;
+        stream_when_applied(fd, list, list.len() - 1, false)
+    }
+
+    #[test]
+    fn redirections_apply_left_to_right() {
+        // Issue 19 item 2 (the write-attempt oracle): `3>&1` after `>/dev/fd/3` binds nothing
+        // yet when fd 3 is reopened.
+        let facts = shell::parse("ls >/dev/fd/3 3>&1");
+        assert!(!stream_when_applied(
+            3,
+            &facts.commands[0].redirects,
+            0,
+            false
+        ));
+        assert!(stream_at_last("ls 3>&1 >/dev/fd/3", 3));
+        assert!(stream_at_last("ls 3>/dev/null >/dev/fd/3", 3));
+        assert!(!stream_at_last("ls 3>&4 4>&1 >/dev/fd/3", 3));
+        assert!(stream_at_last("ls 4>&1 3>&4 >/dev/fd/3", 3));
+        assert!(stream_at_last("ls >/dev/stdout", 1));
+        assert!(!stream_at_last("ls 1<notes.txt >/dev/stdout", 1));
+        assert!(!stream_at_last("ls {v}>&1 >/dev/fd/10", 10));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::wrappers::{
     LTRACE_VALUES, SCRIPT_VALUES, STRACE_VALUES, TIME_VALUES, WATCH_VALUES, skip_options,
     wrapped_index,
 };
-use crate::harness::shell::Word;
+use crate::harness::shell::{Redirect, RedirectKind, Word};
 
 /// GNU parallel options that take a value in the next word.
 const PARALLEL_VALUES: &[&str] = &[
@@ -158,7 +158,15 @@ impl Cx<'_> {
             ),
             // awk opens `print > "f"` as the shell opens `> f`, and gawk and mawk write
             // `/dev/stderr` and `/dev/stdout` to their own descriptors: a redirection's rules.
-            Effect::Writes(file) => self.redirect_target(&Word::literal(file), &who),
+            Effect::Writes(file) => {
+                // The program opens the file itself, as a `>` of its own would.
+                let r = Redirect {
+                    kind: RedirectKind::Output,
+                    fd: None,
+                    target: Some(Word::literal(file)),
+                };
+                self.redirect_target(&r, &who, None)
+            }
             Effect::WritesAtRunTime => self.raise(
                 ShellComplex,
                 format!("{who} writes to a file named at run time"),

@@ -82,6 +82,12 @@ pub fn sandbox_env(
     env.push(("TMPDIR".into(), tmpdir.display().to_string()));
     // Git must never prompt for credentials inside a sandbox nobody can type into.
     env.push(("GIT_TERMINAL_PROMPT".into(), "0".into()));
+    // `git status` and its kin refresh the index when they can and write it back under
+    // `index.lock`, which runs a `post-index-change` hook (found by the write-attempt oracle,
+    // issue 19). The lock is optional: git skips it when told to. Set for every command, so
+    // confinement learns nothing of why one was allowed; a git command that must write the
+    // index (add, commit) takes its lock anyway.
+    env.push(("GIT_OPTIONAL_LOCKS".into(), "0".into()));
     // A workspace folder laid out as a bare repository would otherwise give a read-only
     // `git -C folder diff` its config (and with it `diff.external`): git must be told which
     // repository to use before it uses a bare one. Command-line scope, which only the
@@ -142,6 +148,7 @@ mod tests {
                 kv("GIT_CONFIG_COUNT", "1"),
                 kv("GIT_CONFIG_KEY_0", "safe.bareRepository"),
                 kv("GIT_CONFIG_VALUE_0", "explicit"),
+                kv("GIT_OPTIONAL_LOCKS", "0"),
                 kv("GIT_TERMINAL_PROMPT", "0"),
                 kv("HOME", "/home/u"),
                 kv("LANG", "C.UTF-8"),

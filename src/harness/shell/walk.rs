@@ -344,6 +344,17 @@ impl<'a> Walker<'a> {
         let mut leaves = Vec::new();
         let mut stack = vec![n];
         while let Some(x) = stack.pop() {
+            // This walk reads the words itself, so it reports what `node` would: an unclosed
+            // `[ -f a > out` is a test_command whose `]` the grammar invented, its `>` read as
+            // a comparison instead of the redirection bash makes of it (found by the
+            // write-attempt oracle, issue 19).
+            if x.is_missing() || x.is_error() {
+                let snippet: String = self.text(x).chars().take(40).collect();
+                self.facts.parse_errors.push(match x.is_missing() {
+                    true => format!("missing `{}` at byte {}", x.kind(), x.start_byte()),
+                    false => format!("unexpected `{snippet}` at byte {}", x.start_byte()),
+                });
+            }
             let compound = matches!(
                 x.kind(),
                 "test_command"
@@ -364,6 +375,18 @@ impl<'a> Walker<'a> {
         let start = n.start_byte();
         let end = n.end_byte();
         leaves.retain(|x| !(x.start_byte() == start && self.text(*x) == "["));
+        // Inside `[ … ]` bash reads an unquoted `<` or `>` as a redirection (`[ a > b ]` creates
+        // `b`); the grammar reads a comparison. The reading is not bash's: not read cleanly.
+        for x in &leaves {
+            let t = self.text(*x);
+            if !x.is_named() && (t.starts_with('<') || t.starts_with('>')) {
+                self.facts.parse_errors.push(format!(
+                    "`{t}` inside `[ … ]` at byte {} is a redirection to bash, a comparison to \
+                     the grammar",
+                    x.start_byte()
+                ));
+            }
+        }
         // Operators and brackets are tokens, not words: literal.
         let args: Vec<Word> = leaves
             .into_iter()
