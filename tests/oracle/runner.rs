@@ -154,7 +154,15 @@ impl OracleBox {
         }
         seed::build(&ws.join("seed"));
         std::fs::write(ws.join("driver.sh"), DRIVER).unwrap();
-        let runner = CommandRunner::new(RunnerConfig::for_workspace(&ws)).unwrap();
+        // The pristine seed is read-only to the driver (each command gets a fresh copy, which
+        // the driver removes): so no command can change what the next one starts from, and
+        // the after-run check for git control files (whose seed/.git the test just made) has
+        // nothing of the run's to find. Launch records and any quarantine stay in the
+        // throwaway directory, not the person's state directory.
+        let mut config = RunnerConfig::for_workspace(&ws);
+        config.protected_paths = vec![PathBuf::from("seed")];
+        config.ledger_dir = Some(dir.path().join("state/sandboxes"));
+        let runner = CommandRunner::new(config).unwrap();
         OracleBox {
             _dir: dir,
             ws,
