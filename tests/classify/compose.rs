@@ -94,6 +94,19 @@ pub fn composable(cmd: &str) -> bool {
         && !cmd.trim_end().ends_with(['&', '\\', ';', '|'])
 }
 
+/// Joining keeps each part's meaning only when the second part reads no variable the first
+/// sets. `X=build; …` before `rm -rf "$X"` fixes what `rm` removes (bash agrees), so the
+/// joined line may rightly be judged below the second part alone, where `$X` is anything.
+pub fn independent(first: &str, second: &str) -> bool {
+    let facts = shell::parse(first);
+    let mut names = facts
+        .assignments
+        .iter()
+        .chain(facts.declarations.iter().flat_map(|d| d.assignments.iter()))
+        .map(|a| a.name.as_str());
+    names.all(|n| !second.contains(&format!("${n}")) && !second.contains(&format!("${{{n}")))
+}
+
 /// The corpus's commands, as written there (empty when the file cannot be read).
 pub fn corpus_commands() -> Vec<String> {
     let path = concat!(

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use spear::harness::command_policy::{CommandClass, CommandPolicy};
 
-use crate::compose::{SEEDS, WRAPS, composable, corpus_commands, wrap};
+use crate::compose::{SEEDS, WRAPS, composable, corpus_commands, independent, wrap};
 
 fn policy() -> CommandPolicy {
     CommandPolicy::default()
@@ -46,6 +46,7 @@ proptest! {
     ) {
         let parts = parts();
         let (x, y) = (a.get(&parts), b.get(&parts));
+        prop_assume!(independent(x, y));
         let op = ["&&", "||", ";", "|", "\n"][op];
         let p = policy();
         let (cx, cy) = (p.classify(x).class, p.classify(y).class);

@@ -846,7 +846,11 @@ impl Cx<'_> {
         if !plain {
             return true;
         }
-        name != "PWD" && !self.fixed_variable(name)
+        if name == "PWD" {
+            // Where the command runs, unless the line moves it or sets PWD itself.
+            return self.cwd.is_some() || self.assigned(name);
+        }
+        !self.fixed_variable(name)
     }
 
     /// The literal values the line assigns to the variable a word is exactly (`"$VAR"`,
@@ -878,19 +882,48 @@ impl Cx<'_> {
             .collect()
     }
 
+    /// Might the line assign `name` anywhere: standing alone, in a declaration, leading a
+    /// command, or as a word a wrapper may read as an assignment (`time NAME=v` sets it in the
+    /// shell)? Any word starting `NAME=` counts.
+    fn assigned(&self, name: &str) -> bool {
+        let f = self.facts;
+        let as_word = format!("{name}=");
+        f.assignments
+            .iter()
+            .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
+            .chain(f.commands.iter().flat_map(|c| c.assignments.iter()))
+            .any(|a| a.name == name)
+            || f.commands
+                .iter()
+                .flat_map(|c| std::iter::once(&c.name).chain(c.args.iter()))
+                .any(|w| w.value.starts_with(&as_word))
+    }
+
     /// Every assignment of `name` standing in the line (`x=…`, `local x=…`) sets a literal or
-    /// the output of `mktemp`, and at least one comes before the command being judged.
+    /// the output of `mktemp`, and one of them surely ran, in the command's own shell, before
+    /// it: it comes first in text order and its scope encloses the command's (not in a
+    /// subshell, pipeline stage, background job, substitution, function, loop or branch the
+    /// command is not also in). `${x:=…}` and loop variables take values that are not known
+    /// here, and fix nothing.
     fn fixed_variable(&self, name: &str) -> bool {
         let f = self.facts;
+        let Some(command) = f.commands.get(self.current) else {
+            return false;
+        };
         let all: Vec<&Assignment> = f
             .assignments
             .iter()
             .chain(f.declarations.iter().flat_map(|d| d.assignments.iter()))
             .filter(|a| a.name == name)
             .collect();
-        all.iter().any(|a| a.after_commands <= self.current)
+        let surely_before = |a: &&Assignment| {
+            a.value.is_some()
+                && a.after_commands <= self.current
+                && a.scope.encloses(&command.scope)
+        };
+        all.iter().any(surely_before)
             && all.iter().all(|a| match &a.value {
-                None => true,
+                None => false,
                 Some(v) if !v.dynamic => true,
                 Some(v) => is_mktemp(&v.raw),
             })

@@ -35,6 +35,42 @@ pub struct Assignment {
     /// How many simple commands the walk had met before this assignment took effect (those
     /// in its own value included): a command at a lower index ran before it, in text order.
     pub after_commands: usize,
+    /// Where it stands: it has surely run in the shell of every command its scope encloses
+    /// and which comes after it in text order, and in no other.
+    #[serde(skip)]
+    pub scope: Scope,
+}
+
+/// Where a command or an assignment stands in the shell's run: the regions it lies in,
+/// outermost first. A region is any place that may not run, or runs in a shell of its own:
+/// a subshell, a pipeline stage, a background job, a command or process substitution, a
+/// function body, a loop, a branch of `if` or `case`, the right side of `&&` or `||`, a
+/// second reading of the source. An assignment's value is seen by a later command only when
+/// the command lies in every region the assignment does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope(Vec<u32>);
+
+impl Scope {
+    /// Whatever stands in `self` has run, in the same shell, before anything in `inner` that
+    /// comes after it in text order.
+    pub fn encloses(&self, inner: &Scope) -> bool {
+        inner.0.starts_with(&self.0)
+    }
+
+    /// This scope with `region` opened inside it.
+    pub(crate) fn within(&self, region: u32) -> Scope {
+        let mut regions = self.0.clone();
+        regions.push(region);
+        Scope(regions)
+    }
+
+    /// `inner` (a scope of another reading, whose region numbers start at `shift`) placed
+    /// below `self`.
+    fn nest(&self, inner: &Scope, shift: u32) -> Scope {
+        let mut regions = self.0.clone();
+        regions.extend(inner.0.iter().map(|r| r + shift));
+        Scope(regions)
+    }
 }
 
 /// The redirection operators bash knows.
@@ -117,6 +153,9 @@ pub struct SimpleCommand {
     /// Byte range in the parsed source.
     #[serde(skip)]
     pub span: Range<usize>,
+    /// Where it stands (see [`Scope`]).
+    #[serde(skip)]
+    pub scope: Scope,
 }
 
 /// A declaration builtin (`export`, `declare`, `local`, `readonly`, `typeset`, `unset`).
@@ -186,6 +225,9 @@ pub struct ShellFacts {
     /// node, a `command`, with no error anywhere, and there was one reading only. No list
     /// operator, pipeline, `&`, `!`, comment or compound statement can stand beside it.
     pub alone: bool,
+    /// How many region numbers the scopes above use.
+    #[serde(skip)]
+    pub(crate) regions: u32,
 }
 
 impl ShellFacts {
@@ -224,13 +266,25 @@ impl ShellFacts {
             .chain(self.statement_redirects.iter())
     }
 
-    pub(crate) fn merge(&mut self, other: ShellFacts) {
+    /// Add another reading's facts. They stand in a region of their own inside `within`: a
+    /// second reading's assignments then fix no variable outside it, and a substitution's
+    /// none in the shell that ran it.
+    pub(crate) fn merge(&mut self, other: ShellFacts, within: &Scope) {
         let offset = self.commands.len();
         let shift = |r: Range<usize>| r.start + offset..r.end + offset;
+        let region = self.regions;
+        self.regions += 1 + other.regions;
+        let base = within.within(region);
+        let place = |a: &mut Assignment| {
+            a.after_commands += offset;
+            a.scope = base.nest(&a.scope, region + 1);
+        };
         for mut c in other.commands {
             for w in c.args.iter_mut().chain(std::iter::once(&mut c.name)) {
                 w.substitutions.iter_mut().for_each(|i| *i += offset);
             }
+            c.assignments.iter_mut().for_each(place);
+            c.scope = base.nest(&c.scope, region + 1);
             self.commands.push(c);
         }
         self.statement_redirects.extend(other.statement_redirects);
@@ -240,8 +294,16 @@ impl ShellFacts {
                 .into_iter()
                 .map(|p| p.into_iter().map(shift).collect()),
         );
-        self.assignments.extend(other.assignments);
-        self.declarations.extend(other.declarations);
+        self.assignments
+            .extend(other.assignments.into_iter().map(|mut a| {
+                place(&mut a);
+                a
+            }));
+        self.declarations
+            .extend(other.declarations.into_iter().map(|mut d| {
+                d.assignments.iter_mut().for_each(place);
+                d
+            }));
         self.functions
             .extend(other.functions.into_iter().map(|mut f| {
                 f.body = shift(f.body);
@@ -344,7 +406,7 @@ fn read(source: &str, depth: usize, reread: bool, budget: &Budget) -> ShellFacts
         // (Only ever stricter: on a source that parses, comments stay comments.)
         for text in keywords::comment_texts(source, &tree) {
             let inner = read(text, depth + 1, false, budget);
-            facts.merge(inner);
+            facts.merge(inner, &Scope::default());
         }
     }
     if keywords::misread(&facts)
@@ -352,7 +414,7 @@ fn read(source: &str, depth: usize, reread: bool, budget: &Budget) -> ShellFacts
     {
         // Its here-documents are kept too: only this reading may link one to the shell that
         // reads it (`time while …; do bash <<E …`).
-        facts.merge(read(&blanked, depth, false, budget));
+        facts.merge(read(&blanked, depth, false, budget), &Scope::default());
     }
     facts
 }
@@ -382,7 +444,7 @@ fn reread_heredocs(
     {
         let mut second = walk::walk(&blanked, &tree2, depth, budget);
         second.heredocs.clear();
-        facts.merge(second);
+        facts.merge(second, &Scope::default());
     }
 }
 

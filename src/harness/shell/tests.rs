@@ -369,3 +369,78 @@ fn an_unmodelled_kind_is_recorded_and_keeps_the_command_from_standing_alone() {
     facts.unmodelled.push("future_construct".into());
     assert!(facts.sole_command().is_none());
 }
+
+/// The names whose standing assignment has surely run, in its shell, before the last command
+/// (text order and scope; the value is not looked at here).
+fn set_before_last(src: &str) -> Vec<String> {
+    let f = parse(src);
+    let last = f.commands.len() - 1;
+    let target = &f.commands[last];
+    let mut names: Vec<String> = f
+        .assignments
+        .iter()
+        .filter(|a| a.after_commands <= last && a.scope.encloses(&target.scope))
+        .map(|a| a.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_assignment_reaches_only_commands_in_every_region_it_is_in() {
+    // Each of these assigns in a shell of its own or in a place that may not run.
+    for src in [
+        "A=1 & last",
+        "A=1 | last",
+        "true | A=1; last",
+        "(A=1); last",
+        "echo $(A=1); last",
+        "echo `A=1`; last",
+        "cat <(A=1); last",
+        "f() { A=1; }; last",
+        "if c; then A=1; fi; last",
+        "if c; then A=1; else last; fi",
+        "if c; then :; elif d; then A=1; else last; fi",
+        "case x in x) A=1;; y) last;; esac",
+        "false && A=1; last",
+        "false || A=1; last",
+        "for i in 1; do A=1; done; last",
+        "while c; do A=1; done; last",
+        "until c; do A=1; done; last",
+        "for ((i=0; i<1; i++)); do A=1; done; last",
+        "{ A=1; } & last",
+        "last; A=1",
+    ] {
+        assert_eq!(set_before_last(src), Vec::<String>::new(), "{src}");
+    }
+    // And these surely ran in the shell of the last command, before it.
+    for src in [
+        "A=1; last",
+        "A=1 && last",
+        "A=1; (last)",
+        "A=1; echo $(last)",
+        "A=1; last | cat",
+        "A=1; { last; }",
+        "if A=1; then last; fi",
+        "if c; then A=1; last; fi",
+        "if c; then :; elif A=1; then last; fi",
+        "case x in x) A=1; last;; esac",
+        "for i in 1; do A=1; last; done",
+        "f() { A=1; last; }",
+        "A=1; if c; then :; else last; fi",
+    ] {
+        assert_eq!(set_before_last(src), ["A"], "{src}");
+    }
+}
+
+#[test]
+fn a_line_break_the_grammar_ran_across_starts_a_command_with_its_assignments() {
+    let f = parse("a | b | c\nA=1 B+=2 rm -rf x");
+    let rm = f
+        .commands
+        .iter()
+        .find(|c| c.name.value == "rm")
+        .expect("rm is read as a command");
+    let set: Vec<&str> = rm.assignments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(set, ["A", "B"]);
+}

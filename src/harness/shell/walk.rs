@@ -10,7 +10,7 @@ use tree_sitter::{Node, Tree};
 use super::budget::{Budget, Resource};
 use super::words::{Word, decode_ansi_c};
 use super::{
-    Assignment, Declaration, FunctionDef, HereDoc, MAX_TREE_DEPTH, Redirect, RedirectKind,
+    Assignment, Declaration, FunctionDef, HereDoc, MAX_TREE_DEPTH, Redirect, RedirectKind, Scope,
     ShellFacts, SimpleCommand,
 };
 
@@ -20,6 +20,7 @@ pub(super) fn walk(src: &str, tree: &Tree, depth: usize, budget: &Budget) -> She
         facts: ShellFacts::default(),
         depth,
         budget,
+        scope: Scope::default(),
     };
     let root = tree.root_node();
     w.node(root);
@@ -42,7 +43,6 @@ pub(super) const WALKED_THROUGH: &[&str] = &[
     "subshell",
     // `{ …; }` (the `((…))` form is dispatched as arithmetic).
     "compound_statement",
-    "if_statement",
     "elif_clause",
     "else_clause",
     "while_statement",
@@ -98,6 +98,7 @@ pub(super) const DISPATCHED: &[&str] = &[
     "heredoc_redirect",
     "herestring_redirect",
     "pipeline",
+    "if_statement",
     "command_name",
     "arithmetic_expansion",
     "subscript",
@@ -108,12 +109,53 @@ pub(super) const DISPATCHED: &[&str] = &[
     "comment",
 ];
 
+/// Constructs whose commands may not run, or run in a shell of their own: each is a region of
+/// [`Scope`]. (`if` branches are opened by `if_statement`.)
+fn opens_region(n: Node) -> bool {
+    let kind_opens = matches!(
+        n.kind(),
+        "subshell"
+            | "command_substitution"
+            | "process_substitution"
+            | "function_definition"
+            | "while_statement"
+            | "for_statement"
+            | "c_style_for_statement"
+            | "case_item"
+            | "elif_clause"
+            | "else_clause"
+    );
+    let token = |s: Option<Node>, kinds: &[&str]| {
+        s.is_some_and(|s| !s.is_named() && kinds.contains(&s.kind()))
+    };
+    let parent = n.parent().map(|p| p.kind());
+    kind_opens
+        // A background job (`a & b`): the `&` token follows the statement.
+        || token(n.next_sibling(), &["&"])
+        // Every stage of a pipeline runs in a subshell of its own.
+        || (n.is_named() && parent == Some("pipeline"))
+        // The right side of `&&` or `||` may not run.
+        || (parent == Some("list") && token(n.prev_sibling(), &["&&", "||"]))
+}
+
+/// `NAME` of a word bash reads as an assignment in command position (`NAME=…`, `NAME+=…`);
+/// none for anything else (a subscript `a[…]=` is left to be read as a command name).
+fn assignment_name(word: &str) -> Option<&str> {
+    let (left, _) = word.split_once('=')?;
+    let name = left.strip_suffix('+').unwrap_or(left);
+    let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some(name)
+}
+
 struct Walker<'a> {
     src: &'a str,
     facts: ShellFacts,
     depth: usize,
     /// Every node walked is charged here; past it, nothing more is walked.
     budget: &'a Budget,
+    /// The regions the node being walked lies in (see [`Scope`]).
+    scope: Scope,
 }
 
 impl<'a> Walker<'a> {
@@ -141,10 +183,40 @@ impl<'a> Walker<'a> {
         self.depth += 1;
         if self.depth > MAX_TREE_DEPTH {
             self.facts.too_deep = true;
+        } else if opens_region(n) {
+            let outer = self.open_region();
+            self.dispatch(n);
+            self.scope = outer;
         } else {
             self.dispatch(n);
         }
         self.depth -= 1;
+    }
+
+    /// Enter a new region (see [`Scope`]); the caller restores the scope it returns. (No
+    /// closure: the walk's recursion pays for every frame between two `node`s.)
+    #[inline(never)]
+    fn open_region(&mut self) -> Scope {
+        let region = self.facts.regions;
+        self.facts.regions += 1;
+        let inner = self.scope.within(region);
+        std::mem::replace(&mut self.scope, inner)
+    }
+
+    /// Walk `nodes` in a region of their own.
+    fn in_region(&mut self, nodes: Vec<Node>) {
+        let outer = self.open_region();
+        for n in nodes {
+            self.node(n);
+        }
+        self.scope = outer;
+    }
+
+    /// Merge another reading of part of the source (a backtick body, a second reading of an
+    /// arithmetic expansion): it runs in a shell of its own, a region below this one.
+    fn merge_reading(&mut self, inner: ShellFacts) {
+        let here = self.scope.clone();
+        self.facts.merge(inner, &here);
     }
 
     fn dispatch(&mut self, n: Node) {
@@ -164,6 +236,7 @@ impl<'a> Walker<'a> {
                 }
             }
             "pipeline" => self.pipeline(n),
+            "if_statement" => self.if_statement(n),
             "command_substitution" if self.text(n).starts_with('`') => self.backticks(n),
             "command_name" => self.orphan_command_name(n),
             "arithmetic_expansion" | "subscript" => {
@@ -265,7 +338,7 @@ impl<'a> Walker<'a> {
         }
         for body in bodies {
             let inner = super::parse_at_depth(&body, self.depth + 1, self.budget);
-            self.facts.merge(inner);
+            self.merge_reading(inner);
         }
     }
 
@@ -299,7 +372,7 @@ impl<'a> Walker<'a> {
             .trim_start_matches("((")
             .trim_end_matches("))");
         let reading = super::parse_at_depth(&format!("( {inner} )"), self.depth + 1, self.budget);
-        self.facts.merge(reading);
+        self.merge_reading(reading);
         self.facts.arithmetic_on_variables = true;
     }
 
@@ -404,6 +477,7 @@ impl<'a> Walker<'a> {
             args,
             redirects: Vec::new(),
             span: start..end,
+            scope: self.scope.clone(),
         });
     }
 
@@ -479,6 +553,7 @@ impl<'a> Walker<'a> {
                 value: None,
                 raw: text.to_string(),
                 after_commands: self.facts.commands.len(),
+                scope: self.scope.clone(),
             });
         }
     }
@@ -492,6 +567,7 @@ impl<'a> Walker<'a> {
         let kids: Vec<Node> = n.children(&mut cursor).collect();
         let mut start = n.start_byte();
         let mut previous_end = n.start_byte();
+        let mut split = false;
         for c in kids {
             if !c.is_named() {
                 continue;
@@ -505,20 +581,27 @@ impl<'a> Walker<'a> {
                     "the grammar ran one command across a line break at byte {previous_end}"
                 ));
                 if let Some(done) = name.take() {
-                    self.facts.commands.push(SimpleCommand {
-                        assignments: std::mem::take(&mut assignments),
-                        name: done,
-                        args: std::mem::take(&mut args),
-                        redirects: std::mem::take(&mut redirects),
-                        span: start..previous_end,
-                    });
+                    self.push_command(
+                        std::mem::take(&mut assignments),
+                        done,
+                        std::mem::take(&mut args),
+                        std::mem::take(&mut redirects),
+                        start..previous_end,
+                    );
                 }
                 start = c.start_byte();
-                if !c.kind().ends_with("_redirect") && c.kind() != "variable_assignment" {
-                    name = Some(self.word(c));
-                    previous_end = c.end_byte();
-                    continue;
-                }
+                split = true;
+            }
+            // After such a break bash reads leading `NAME=value` words as assignments, then
+            // a command name; the grammar gave them all as arguments.
+            if split
+                && name.is_none()
+                && !c.kind().ends_with("_redirect")
+                && c.kind() != "variable_assignment"
+            {
+                previous_end = c.end_byte();
+                name = self.word_after_break(c, &mut assignments);
+                continue;
             }
             previous_end = c.end_byte();
             match c.kind() {
@@ -541,13 +624,47 @@ impl<'a> Walker<'a> {
             ));
             return;
         };
+        self.push_command(assignments, name, args, redirects, start..n.end_byte());
+    }
+
+    /// Record a simple command where the walk stands. Kept out of `command`'s frame, which
+    /// every level of nesting pays for.
+    #[inline(never)]
+    fn push_command(
+        &mut self,
+        assignments: Vec<Assignment>,
+        name: Word,
+        args: Vec<Word>,
+        redirects: Vec<Redirect>,
+        span: std::ops::Range<usize>,
+    ) {
         self.facts.commands.push(SimpleCommand {
             assignments,
             name,
             args,
             redirects,
-            span: start..n.end_byte(),
+            span,
+            scope: self.scope.clone(),
         });
+    }
+
+    /// A word starting a command after a line break the grammar ran across: an assignment
+    /// (added to `assignments`) or the command's name. Kept out of `command`'s frame, which
+    /// every level of nesting pays for.
+    #[inline(never)]
+    fn word_after_break(&mut self, c: Node, assignments: &mut Vec<Assignment>) -> Option<Word> {
+        let Some(var) = assignment_name(self.text(c)) else {
+            return Some(self.word(c));
+        };
+        let value = self.word(c);
+        assignments.push(Assignment {
+            name: var.to_string(),
+            raw: value.raw.clone(),
+            value: Some(value),
+            after_commands: self.facts.commands.len(),
+            scope: self.scope.clone(),
+        });
+        None
     }
 
     /// The name word of a command. tree-sitter-bash reads a leading `{a,b}` brace list as a
@@ -585,6 +702,7 @@ impl<'a> Walker<'a> {
             args: Vec::new(),
             redirects: Vec::new(),
             span: n.byte_range(),
+            scope: self.scope.clone(),
         });
     }
 
@@ -621,6 +739,7 @@ impl<'a> Walker<'a> {
             value,
             raw: self.text(n).to_string(),
             after_commands: self.facts.commands.len(),
+            scope: self.scope.clone(),
         }
     }
 
@@ -644,6 +763,7 @@ impl<'a> Walker<'a> {
                             name,
                             value: None,
                             after_commands: self.facts.commands.len(),
+                            scope: self.scope.clone(),
                         });
                     }
                 }
@@ -864,6 +984,32 @@ impl<'a> Walker<'a> {
                 let kind = redirect_kind(&op, target.as_ref());
                 Some(Redirect { kind, fd, target })
             }
+        }
+    }
+
+    /// `if`: the first condition surely runs, in this shell; the branch after `then` may not,
+    /// so it is a region, and each `elif` and `else` is one too (`opens_region`).
+    fn if_statement(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let kids: Vec<Node> = n.children(&mut cursor).collect();
+        let mut branch: Option<Vec<Node>> = None;
+        for c in kids {
+            let ends_branch = matches!(c.kind(), "elif_clause" | "else_clause" | "fi");
+            if ends_branch && let Some(body) = branch.take() {
+                self.in_region(body);
+            }
+            match branch.as_mut() {
+                Some(body) => body.push(c),
+                None => {
+                    self.node(c);
+                    if !c.is_named() && c.kind() == "then" {
+                        branch = Some(Vec::new());
+                    }
+                }
+            }
+        }
+        if let Some(body) = branch {
+            self.in_region(body);
         }
     }
 
