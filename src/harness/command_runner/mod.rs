@@ -383,22 +383,12 @@ impl CommandRunner {
         let Some(check) = &self.config.held_files else {
             return Vec::new();
         };
-        let mut cache = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        cache.held(before, check)
+        fresh_if_poisoned(&self.held, held_files::HeldFileCache::default).held(before, check)
     }
 
-    /// The workspace's socket files now. A poisoned cache (a panic mid-walk) is only a cache:
-    /// it is walked afresh.
+    /// The workspace's socket files now.
     fn workspace_sockets(&self) -> Vec<PathBuf> {
-        let mut survey = match self.sockets.lock() {
-            Ok(g) => g,
-            Err(poisoned) => {
-                let mut g = poisoned.into_inner();
-                *g = SocketSurvey::new();
-                g
-            }
-        };
-        survey.survey(&self.workspace)
+        fresh_if_poisoned(&self.sockets, SocketSurvey::new).survey(&self.workspace)
     }
 
     /// Preflight the sandbox once (cached on the sandbox instance).
@@ -575,12 +565,14 @@ impl CommandRunner {
             .profile
             .workspace_write
             .then(|| git_after_run::GitBefore::take(&self.workspace));
-        // What the run has read-only (nothing it did can show there).
-        let spec_read_only: Vec<PathBuf> = spec
+        // What the run has read-only, workspace-relative (nothing it did can show there).
+        let read_only: Vec<PathBuf> = spec
             .protections
             .iter()
             .filter_map(|p| match p {
-                Protection::ReadOnly(p) | Protection::Placeholder(p) => Some(p.clone()),
+                Protection::ReadOnly(p) | Protection::Placeholder(p) => {
+                    p.strip_prefix(&self.workspace).ok().map(Path::to_path_buf)
+                }
                 Protection::Pin(_) => None,
             })
             .collect();
@@ -622,14 +614,7 @@ impl CommandRunner {
         // Before the hold is released: git's clean-ups run in sandboxes of their own, whose
         // placeholders are this run's.
         let git_told = match git_before {
-            Some(b) => {
-                let read_only: Vec<PathBuf> = spec_read_only
-                    .iter()
-                    .filter_map(|p| p.strip_prefix(&self.workspace).ok())
-                    .map(Path::to_path_buf)
-                    .collect();
-                self.git_after_run(b, since, &read_only).await
-            }
+            Some(b) => self.git_after_run(b, since, &read_only).await,
             None => Vec::new(),
         };
         if let Some(h) = hold {
@@ -850,6 +835,22 @@ pub(crate) mod error;
 pub(crate) mod exit;
 mod git_after_run;
 mod held_files;
+
+/// A cache behind a mutex a panic poisoned (mid-walk) may be half-updated; it is only a
+/// cache, so it starts afresh rather than be trusted or take the runner down.
+fn fresh_if_poisoned<T>(
+    cache: &std::sync::Mutex<T>,
+    fresh: impl FnOnce() -> T,
+) -> std::sync::MutexGuard<'_, T> {
+    match cache.lock() {
+        Ok(g) => g,
+        Err(poisoned) => {
+            let mut g = poisoned.into_inner();
+            *g = fresh();
+            g
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ pub(crate) mod placeholders;
 pub mod preflight;
 mod preflight_cache;
 pub mod procfs;
+pub mod root_uid;
 pub mod seccomp;
 pub mod sockets;
 pub mod spec;

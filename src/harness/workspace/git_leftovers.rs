@@ -36,7 +36,37 @@ pub struct GitLeftover {
     /// Workspace-relative.
     pub path: PathBuf,
     /// Where it was moved; `Err` says why it could not be (then the person must remove it).
-    pub moved_to: Result<PathBuf, String>,
+    pub moved_to: Result<PathBuf, MoveError>,
+}
+
+/// Why one entry could not be moved out of the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MoveError {
+    #[error("it has no name")]
+    NoName,
+    #[error("its name holds a NUL")]
+    NulInName,
+    #[error("its directory is no longer there")]
+    DirectoryGone,
+    /// A rename cannot cross filesystems, and a directory is not copied.
+    #[error("it is a directory on another filesystem than the quarantine")]
+    DirectoryAcrossFilesystems,
+    #[error("the quarantine `{}`: {why}", path.display())]
+    Quarantine { path: PathBuf, why: String },
+    #[error("{0}")]
+    System(Errno),
+}
+
+impl From<Errno> for MoveError {
+    fn from(e: Errno) -> Self {
+        MoveError::System(e)
+    }
+}
+
+impl From<std::io::Error> for MoveError {
+    fn from(e: std::io::Error) -> Self {
+        MoveError::System(Errno::from_io_error(&e).unwrap_or(Errno::IO))
+    }
 }
 
 impl std::fmt::Display for GitLeftover {
@@ -104,17 +134,16 @@ pub fn quarantine_after_run(
 /// Move one workspace-relative entry (a file, or a whole directory such as a sequencer state
 /// git could not abort) into a new directory under `quarantine`. A directory on another
 /// filesystem than the quarantine is renamed beside itself instead, to a name git never reads.
-pub fn quarantine_path(root: &Path, rel: &Path, quarantine: &Path) -> Result<PathBuf, String> {
+pub fn quarantine_path(root: &Path, rel: &Path, quarantine: &Path) -> Result<PathBuf, MoveError> {
     let root_fd = rustix::fs::open(
         root,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let dest = fresh_dir(quarantine)?;
     match move_out(&root_fd, rel, &dest) {
-        Err(e) if e == Errno::XDEV.to_string() => {
-            let name = rel.file_name().ok_or("it has no name")?;
+        Err(MoveError::DirectoryAcrossFilesystems) => {
+            let name = rel.file_name().ok_or(MoveError::NoName)?;
             let mut aside = name.to_os_string();
             aside.push(format!(
                 ".spear-quarantined-{}",
@@ -122,11 +151,11 @@ pub fn quarantine_path(root: &Path, rel: &Path, quarantine: &Path) -> Result<Pat
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default()
             ));
-            let from = CString::new(name.as_bytes()).map_err(|_| "its name holds a NUL")?;
-            let to = CString::new(aside.as_bytes()).map_err(|_| "its name holds a NUL")?;
+            let from = CString::new(name.as_bytes()).map_err(|_| MoveError::NulInName)?;
+            let to = CString::new(aside.as_bytes()).map_err(|_| MoveError::NulInName)?;
             let parent = beneath::open_dir(&root_fd, rel.parent().unwrap_or(Path::new("")))
-                .ok_or("its directory is no longer there")?;
-            rustix::fs::renameat(&parent, &from, &parent, &to).map_err(|e| e.to_string())?;
+                .ok_or(MoveError::DirectoryGone)?;
+            rustix::fs::renameat(&parent, &from, &parent, &to)?;
             Ok(root.join(rel).with_file_name(aside))
         }
         other => other,
@@ -200,9 +229,12 @@ fn is_control(tail: &[&OsStr]) -> bool {
 }
 
 /// A new directory for this run's findings: `quarantine/<seconds>-<pid>-<n>`.
-fn fresh_dir(quarantine: &Path) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(quarantine)
-        .map_err(|e| format!("the quarantine `{}`: {e}", quarantine.display()))?;
+fn fresh_dir(quarantine: &Path) -> Result<PathBuf, MoveError> {
+    let failed = |path: &Path, why: String| MoveError::Quarantine {
+        path: path.to_path_buf(),
+        why,
+    };
+    std::fs::create_dir_all(quarantine).map_err(|e| failed(quarantine, e.to_string()))?;
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -212,60 +244,49 @@ fn fresh_dir(quarantine: &Path) -> Result<PathBuf, String> {
         match std::fs::create_dir(&d) {
             Ok(()) => return Ok(d),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("the quarantine `{}`: {e}", d.display())),
+            Err(e) => return Err(failed(&d, e.to_string())),
         }
     }
-    Err(format!(
-        "no free directory name in the quarantine `{}`",
-        quarantine.display()
-    ))
+    Err(failed(quarantine, "no free directory name in it".into()))
 }
 
 /// Move the workspace file `rel` to the same relative place under `dest`: a rename between
 /// descriptors when both lie on one filesystem, else a copy (the file's bytes, or a link's
 /// target text) and an unlink of that very name. The source is reached beneath the root
 /// without following a link at any step.
-fn move_out(root: &OwnedFd, rel: &Path, dest: &Path) -> Result<PathBuf, String> {
+fn move_out(root: &OwnedFd, rel: &Path, dest: &Path) -> Result<PathBuf, MoveError> {
     let parent = rel.parent().unwrap_or(Path::new(""));
-    let name = rel
-        .file_name()
-        .ok_or_else(|| "it has no name".to_string())?;
-    let name = CString::new(name.as_bytes()).map_err(|_| "its name holds a NUL".to_string())?;
-    let from = beneath::open_dir(root, parent)
-        .ok_or_else(|| "its directory is no longer there".to_string())?;
+    let name = rel.file_name().ok_or(MoveError::NoName)?;
+    let name = CString::new(name.as_bytes()).map_err(|_| MoveError::NulInName)?;
+    let from = beneath::open_dir(root, parent).ok_or(MoveError::DirectoryGone)?;
     let to_path = dest.join(rel);
     let to_parent = to_path.parent().unwrap_or(dest);
-    std::fs::create_dir_all(to_parent).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(to_parent)?;
     let to_dir = rustix::fs::open(
         to_parent,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     match rustix::fs::renameat(&from, &name, &to_dir, &name) {
         Ok(()) => Ok(to_path),
         Err(Errno::XDEV) => {
-            let st = rustix::fs::statat(&from, &name, AtFlags::SYMLINK_NOFOLLOW)
-                .map_err(|e| e.to_string())?;
+            let st = rustix::fs::statat(&from, &name, AtFlags::SYMLINK_NOFOLLOW)?;
             if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
-                return Err(Errno::XDEV.to_string());
+                return Err(MoveError::DirectoryAcrossFilesystems);
             }
             copy_then_unlink(&from, &name, &to_path)?;
             Ok(to_path)
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
-fn copy_then_unlink(from: &OwnedFd, name: &CStr, to: &Path) -> Result<(), String> {
-    let st =
-        rustix::fs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
+fn copy_then_unlink(from: &OwnedFd, name: &CStr, to: &Path) -> Result<(), MoveError> {
+    let st = rustix::fs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW)?;
     match FileType::from_raw_mode(st.st_mode) {
         FileType::Symlink => {
-            let target =
-                rustix::fs::readlinkat(from, name, Vec::new()).map_err(|e| e.to_string())?;
-            std::os::unix::fs::symlink(OsStr::from_bytes(target.as_bytes()), to)
-                .map_err(|e| e.to_string())?;
+            let target = rustix::fs::readlinkat(from, name, Vec::new())?;
+            std::os::unix::fs::symlink(OsStr::from_bytes(target.as_bytes()), to)?;
         }
         FileType::RegularFile => {
             let fd = rustix::fs::openat(
@@ -273,16 +294,15 @@ fn copy_then_unlink(from: &OwnedFd, name: &CStr, to: &Path) -> Result<(), String
                 name,
                 OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let mut src = std::fs::File::from(fd);
-            let mut dst = std::fs::File::create_new(to).map_err(|e| e.to_string())?;
-            std::io::copy(&mut src, &mut dst).map_err(|e| e.to_string())?;
+            let mut dst = std::fs::File::create_new(to)?;
+            std::io::copy(&mut src, &mut dst)?;
         }
         // A socket, fifo or device node is nothing git reads; it only has to go.
         _ => {}
     }
-    rustix::fs::unlinkat(from, name, AtFlags::empty()).map_err(|e| e.to_string())
+    Ok(rustix::fs::unlinkat(from, name, AtFlags::empty())?)
 }
 
 #[cfg(test)]
