@@ -187,10 +187,12 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// A user namespace whose uid and gid 0 are the host's `ids`, held by a descriptor. Made by a
-/// child (`cat`, blocked on its stdin) that unshares it before exec; the child is ended and
-/// reaped before this returns, and the descriptor keeps the namespace.
-fn mapped_user_namespace(ids: SandboxIds) -> std::io::Result<OwnedFd> {
+/// The user namespace an idmapped workspace mount takes: its id `ids.uid` is the host's
+/// `owner.0` (gid likewise). A mount idmapped with it presents the files the workspace's owner
+/// has on disk as the sandbox's uid's, and stores what the sandbox's uid writes as the
+/// owner's. Held by a descriptor; made by a child (`cat`, blocked on its stdin) that unshares
+/// it before exec, ended and reaped before this returns.
+fn idmap_user_namespace(ids: SandboxIds, owner: (u32, u32)) -> std::io::Result<OwnedFd> {
     // By absolute path: a root Spear's PATH is not trusted to name the program.
     let cat = ["/usr/bin/cat", "/bin/cat"]
         .into_iter()
@@ -213,8 +215,14 @@ fn mapped_user_namespace(ids: SandboxIds) -> std::io::Result<OwnedFd> {
     // The child is unreaped until `wait` below, so its pid names it and no other process.
     let proc = format!("/proc/{}", child.id());
     let mapped = (|| {
-        std::fs::write(format!("{proc}/uid_map"), format!("0 {} 1\n", ids.uid))?;
-        std::fs::write(format!("{proc}/gid_map"), format!("0 {} 1\n", ids.gid))?;
+        std::fs::write(
+            format!("{proc}/uid_map"),
+            format!("{} {} 1\n", ids.uid, owner.0),
+        )?;
+        std::fs::write(
+            format!("{proc}/gid_map"),
+            format!("{} {} 1\n", ids.gid, owner.1),
+        )?;
         std::fs::File::open(format!("{proc}/ns/user")).map(OwnedFd::from)
     })();
     if let Some(mut stdin) = child.stdin.take() {
@@ -233,7 +241,17 @@ pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), Idma
         return Err(IdmapUnsupported::NotRoot);
     }
     let shown = path.display().to_string();
-    let userns = mapped_user_namespace(ids).map_err(IdmapUnsupported::Namespace)?;
+    let owner = std::fs::metadata(path)
+        .map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.uid(), m.gid())
+        })
+        .map_err(|source| IdmapUnsupported::Call {
+            call: "stat",
+            path: shown.clone(),
+            source,
+        })?;
+    let userns = idmap_user_namespace(ids, owner).map_err(IdmapUnsupported::Namespace)?;
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
         IdmapUnsupported::Call {
             call: "open_tree",
