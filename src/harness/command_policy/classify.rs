@@ -358,6 +358,7 @@ impl Cx<'_> {
             }
         }
         if decl.keyword == "unset" {
+            self.unset(decl);
             return;
         }
         for arg in &decl.args {
@@ -404,6 +405,40 @@ impl Cx<'_> {
         }
     }
 
+    /// `unset NAME`: taking a variable away changes what later commands do as surely as
+    /// setting it (`unset PATH; ls` runs `./ls`; unsetting a variable the sandbox sets takes a
+    /// protection away), so each name must be one a command may set. `unset -f` names
+    /// functions.
+    fn unset(&mut self, decl: &shell::Declaration) {
+        let functions = decl
+            .args
+            .iter()
+            .any(|a| a.is_static() && a.value.starts_with('-') && a.value.contains('f'));
+        for arg in &decl.args {
+            // The grammar gives a bare name as a `variable_name`, which the word reader leaves
+            // unread: its text is the name.
+            let plain = !arg.raw.is_empty()
+                && arg
+                    .raw
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let name = match (arg.is_static(), plain) {
+                (true, _) => arg.value.as_str(),
+                (false, true) => arg.raw.as_str(),
+                (false, false) => {
+                    self.raise(
+                        ShellComplex,
+                        format!("`unset` takes `{}`, known only at run time", arg.raw),
+                    );
+                    continue;
+                }
+            };
+            if !name.starts_with('-') && !functions {
+                self.assignment_name(name, "`unset` removes");
+            }
+        }
+    }
+
     /// A variable handed to programs in their environment (`NAME=v cmd`, `env NAME=v`,
     /// `export NAME`): harmless only when the list of harmless environment names has it.
     pub fn env_assignment(&mut self, name: &str, verb: &str) {
@@ -418,16 +453,28 @@ impl Cx<'_> {
         }
     }
 
-    /// Reading is opening: any command or redirection that opens the watchdog arms it.
+    /// Reading is opening: any command or redirection that opens the watchdog arms it, and
+    /// opening most other devices acts too (a tape rewinds on close, a tray closes, a terminal
+    /// or input device gives another person's keystrokes).
     fn watchdog(&mut self, w: &Word) {
-        if paths::opens_watchdog(&w.value) {
-            self.raise(
+        match paths::opens_device(w) {
+            Some(paths::DeviceOpen::Watchdog) => self.raise(
                 Dangerous,
                 format!(
-                    "opens `{}`, the hardware watchdog: on a real host the machine reboots unless something keeps writing to it",
+                    "opens `{}`, the hardware watchdog (or may, as a pattern): on a real host the \
+                     machine reboots unless something keeps writing to it",
                     w.value
                 ),
-            );
+            ),
+            Some(paths::DeviceOpen::Acting) => self.raise(
+                ShellComplex,
+                format!(
+                    "opens `{}`, a device whose opening may act (only /dev/null, zero, full, \
+                     random, urandom, tty, stdin, stdout, stderr and fd/N are known not to)",
+                    w.value
+                ),
+            ),
+            None => {}
         }
     }
 

@@ -243,6 +243,148 @@ pub(crate) fn opens_watchdog(v: &str) -> bool {
     })
 }
 
+/// Devices whose opening does nothing but hand out or swallow bytes (and `/dev/fd/N`, judged
+/// as descriptors elsewhere; `/dev/shm` holds ordinary files; `/dev/tcp|udp` are bash's
+/// connections, judged elsewhere).
+const QUIET_DEVICES: &[&str] = &[
+    "null", "zero", "full", "random", "urandom", "tty", "stdin", "stdout", "stderr", "fd", "shm",
+    "tcp", "udp",
+];
+
+/// Device paths a glob is tried against: if it can name one, it can name a device whose
+/// opening acts.
+const LOUD_DEVICES: &[&str] = &[
+    "/dev/sda",
+    "/dev/nvme0n1",
+    "/dev/st0",
+    "/dev/nst0",
+    "/dev/sr0",
+    "/dev/tty0",
+    "/dev/ttyS0",
+    "/dev/input/event0",
+    "/dev/hidraw0",
+    "/dev/mem",
+    "/dev/kmsg",
+    "/dev/rtc0",
+    "/dev/video0",
+    "/dev/snd/pcmC0D0c",
+    "/dev/bus/usb/001/001",
+    "/dev/console",
+    "/dev/loop0",
+    "/dev/fuse",
+];
+
+/// What opening a word's path (or an option's attached value) may do to a device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DeviceOpen {
+    /// The hardware watchdog: opening it arms a reboot timer on a real host.
+    Watchdog,
+    /// Any other device but the quiet ones: a tape rewinds on close, a tray closes, a terminal
+    /// or input device gives another person's keystrokes.
+    Acting,
+}
+
+/// Does the word name, or as a glob may it name, a device whose opening acts? Judged on the
+/// resolved words (`/dev/fd/../watchdog` included) and on an attached value
+/// (`--file=/dev/st0`).
+pub(crate) fn opens_device(w: &Word) -> Option<DeviceOpen> {
+    if opens_watchdog(&w.value) {
+        return Some(DeviceOpen::Watchdog);
+    }
+    if w.glob {
+        let pattern: Vec<char> = w.pattern.chars().collect();
+        let pattern = match w.pattern.split_once('=') {
+            Some((_, value)) if !w.pattern.starts_with('/') => value.chars().collect(),
+            _ => pattern,
+        };
+        let could = |path: &str| glob_matches(&pattern, &path.chars().collect::<Vec<_>>());
+        if ["/dev/watchdog", "/dev/watchdog0"].iter().any(|p| could(p)) {
+            return Some(DeviceOpen::Watchdog);
+        }
+        if LOUD_DEVICES.iter().any(|p| could(p)) {
+            return Some(DeviceOpen::Acting);
+        }
+    }
+    let candidates =
+        std::iter::once(w.value.as_str()).chain(w.value.split_once('=').map(|(_, v)| v));
+    for c in candidates {
+        let n = resolve(c, None).path;
+        let Ok(under) = n.strip_prefix("/dev") else {
+            continue;
+        };
+        let Some(first) = under.components().next() else {
+            continue;
+        };
+        let first = first.as_os_str().to_string_lossy();
+        if !QUIET_DEVICES.contains(&first.as_ref()) {
+            return Some(DeviceOpen::Acting);
+        }
+    }
+    None
+}
+
+/// Does the shell pattern (quoted characters backslash-escaped, as `Word::pattern`) match the
+/// whole of `name`? `*` and `?` do not match `/`, as in pathname expansion.
+fn glob_matches(p: &[char], name: &[char]) -> bool {
+    match p.first() {
+        None => name.is_empty(),
+        Some('*') => (0..=name.len())
+            .take_while(|&k| k == 0 || name[k - 1] != '/')
+            .any(|k| glob_matches(&p[1..], &name[k..])),
+        Some('?') => name.first().is_some_and(|&c| c != '/') && glob_matches(&p[1..], &name[1..]),
+        Some('[') => match (
+            bracket_matches(&p[1..], name.first().copied()),
+            name.first(),
+        ) {
+            (Some((true, used)), Some(_)) => glob_matches(&p[1 + used..], &name[1..]),
+            (Some((false, _)), _) | (_, None) => false,
+            // No closing `]`: the `[` is an ordinary character.
+            (None, Some(&c)) => c == '[' && glob_matches(&p[1..], &name[1..]),
+        },
+        Some('\\') => match (p.get(1), name.first()) {
+            (Some(e), Some(c)) => e == c && glob_matches(&p[2..], &name[1..]),
+            _ => false,
+        },
+        Some(&c) => name.first() == Some(&c) && glob_matches(&p[1..], &name[1..]),
+    }
+}
+
+/// Whether `c` is in the bracket expression starting just after a `[`, and how many pattern
+/// characters the expression took (its `]` included); `None` when it does not close.
+fn bracket_matches(p: &[char], c: Option<char>) -> Option<(bool, usize)> {
+    let mut i = 0;
+    let negated = matches!(p.first(), Some('!' | '^'));
+    if negated {
+        i += 1;
+    }
+    let mut hit = false;
+    let mut first = true;
+    while i < p.len() {
+        if p[i] == ']' && !first {
+            let inside = hit != negated && c.is_some_and(|c| c != '/');
+            return Some((inside, i + 1));
+        }
+        first = false;
+        let lo = p[i];
+        if p.get(i + 1) == Some(&'-') && p.get(i + 2).is_some_and(|&x| x != ']') {
+            let hi = p[i + 2];
+            hit |= c.is_some_and(|c| lo <= c && c <= hi);
+            i += 3;
+        } else if lo == '[' && matches!(p.get(i + 1), Some(':' | '=' | '.')) {
+            // A class (`[:alpha:]`) is read whole and taken to match anything: only wider.
+            let kind = p[i + 1];
+            let close =
+                (i + 2..p.len().saturating_sub(1)).find(|&j| p[j] == kind && p[j + 1] == ']')?;
+            hit |= c.is_some();
+            i = close + 2;
+        } else {
+            hit |= c == Some(lo);
+            i += 1;
+        }
+    }
+    None
+}
+
 /// A path naming the home directory or a tree that holds the workspace (`~`, `$HOME`, `..`,
 /// `/`): moving it away removes everything in it from where it was.
 pub(crate) fn whole_tree(w: &Word) -> bool {
@@ -344,5 +486,54 @@ mod tests {
         assert!(opens_watchdog("--file=/dev/watchdog1"));
         assert!(!opens_watchdog("/dev/watchdogs"));
         assert!(!opens_watchdog("watchdog"));
+    }
+
+    fn glob(p: &str, name: &str) -> bool {
+        glob_matches(
+            &p.chars().collect::<Vec<_>>(),
+            &name.chars().collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn glob_matching_follows_pathname_expansion() {
+        assert!(glob("/dev/wat*", "/dev/watchdog"));
+        assert!(glob("/dev/*", "/dev/sda"));
+        assert!(!glob("/dev/*", "/dev/input/event0"), "* does not cross /");
+        assert!(glob("/d?v/s[c-e]a", "/dev/sda"));
+        assert!(!glob("/d?v/s[a-c]a", "/dev/sda"));
+        assert!(glob("/dev/[!x]t0", "/dev/st0"));
+        assert!(!glob("/dev/[!s]t0", "/dev/st0"));
+        assert!(glob("/dev/[]s]t0", "/dev/st0"));
+        assert!(
+            !glob("/dev/wat\\*", "/dev/watchdog"),
+            "an escaped * is literal"
+        );
+        assert!(glob("/dev/[[:alpha:]]r0", "/dev/sr0"));
+    }
+
+    #[test]
+    fn devices_that_act_when_opened_are_found_in_words_and_patterns() {
+        let word = |raw: &str| {
+            crate::harness::shell::parse(&format!("cat {raw}")).commands[0].args[0].clone()
+        };
+        for (raw, want) in [
+            ("/dev/watchdog", Some(DeviceOpen::Watchdog)),
+            ("/dev/wat*", Some(DeviceOpen::Watchdog)),
+            ("/dev/*", Some(DeviceOpen::Watchdog)),
+            ("/dev/st0", Some(DeviceOpen::Acting)),
+            ("/dev/./sr0", Some(DeviceOpen::Acting)),
+            ("//dev//sr0", Some(DeviceOpen::Acting)),
+            ("--file=/dev/st0", Some(DeviceOpen::Acting)),
+            ("/dev/s?0", Some(DeviceOpen::Acting)),
+            ("/dev/null", None),
+            ("/dev/fd/3", None),
+            ("/dev/shm/x", None),
+            ("/dev/", None),
+            ("'/dev/wat*'", Some(DeviceOpen::Acting)),
+            ("src/*.rs", None),
+        ] {
+            assert_eq!(opens_device(&word(raw)), want, "{raw}");
+        }
     }
 }

@@ -23,8 +23,29 @@ impl SedFacts {
     }
 }
 
-/// Read a sed script command by command (GNU syntax).
+/// Read a sed script command by command (GNU syntax), twice: once with the delimiter ending a
+/// regex even inside a bracket expression (GNU sed up to 4.8), once with a bracket expression
+/// holding it (`s/.*[/]/CMD/e` runs CMD under GNU sed 4.9 and POSIX 2024). What either reading
+/// finds counts, and a script only one of them can read is not understood.
 pub(crate) fn sed_script(script: &str) -> SedFacts {
+    let plain = sed_reading(script, false);
+    let bracketed = sed_reading(script, true);
+    let mut writes = plain.writes;
+    for w in bracketed.writes {
+        if !writes.contains(&w) {
+            writes.push(w);
+        }
+    }
+    SedFacts {
+        executes: plain.executes || bracketed.executes,
+        writes,
+        unknown: plain.unknown.or(bracketed.unknown),
+    }
+}
+
+/// One reading of a sed script; `brackets`: a bracket expression in a regex holds the
+/// delimiter.
+fn sed_reading(script: &str, brackets: bool) -> SedFacts {
     let mut facts = SedFacts::default();
     let s: Vec<char> = script.chars().collect();
     let mut i = 0;
@@ -60,7 +81,7 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
                     '/'
                 };
                 i += 1;
-                match skip_delimited(&s, i, delim) {
+                match skip_delimited(&s, i, delim, brackets) {
                     Some(next) => i = next,
                     None => {
                         facts.unknown = Some("an unterminated address".into());
@@ -120,8 +141,10 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
                     return facts;
                 };
                 i += 1;
-                for _ in 0..2 {
-                    match skip_delimited(&s, i, delim) {
+                // The first part of `s` is a regex; `y`'s parts and a replacement are not.
+                for part in 0..2 {
+                    let regex = cmd == 's' && part == 0;
+                    match skip_delimited(&s, i, delim, brackets && regex) {
                         Some(next) => i = next,
                         None => {
                             facts.unknown = Some(format!("an unterminated `{cmd}` command"));
@@ -155,20 +178,52 @@ pub(crate) fn sed_script(script: &str) -> SedFacts {
     facts
 }
 
-/// Index after the closing `delim` starting the scan at `i`, honouring backslash escapes.
-fn skip_delimited(s: &[char], mut i: usize, delim: char) -> Option<usize> {
+/// Index after the closing `delim` starting the scan at `i`, honouring backslash escapes;
+/// with `brackets`, a bracket expression (`[/]`, `[]/]`, `[^]/]`, `[[:alpha:]/]`) is skipped
+/// whole, as POSIX reads a regex.
+fn skip_delimited(s: &[char], mut i: usize, delim: char, brackets: bool) -> Option<usize> {
     while i < s.len() {
         if s[i] == '\\' {
             i += 2;
             continue;
         }
-        if s[i] == '\n' && delim != '\n' {
-            // GNU sed allows newlines only escaped inside s///.
+        if brackets && s[i] == '[' {
+            i = skip_bracket(s, i + 1)?;
+            continue;
         }
         if s[i] == delim {
             return Some(i + 1);
         }
         i += 1;
+    }
+    None
+}
+
+/// Index after the `]` closing a bracket expression whose `[` is just before `i`. A `]` first
+/// (after an optional `^`) is a member; `[:…:]`, `[=…=]` and `[.….]` are read whole.
+fn skip_bracket(s: &[char], mut i: usize) -> Option<usize> {
+    if s.get(i) == Some(&'^') {
+        i += 1;
+    }
+    if s.get(i) == Some(&']') {
+        i += 1;
+    }
+    while i < s.len() {
+        match s[i] {
+            ']' => return Some(i + 1),
+            '[' if matches!(s.get(i + 1), Some(':' | '=' | '.')) => {
+                let kind = s[i + 1];
+                let mut j = i + 2;
+                while j + 1 < s.len() && !(s[j] == kind && s[j + 1] == ']') {
+                    j += 1;
+                }
+                if j + 1 >= s.len() {
+                    return None;
+                }
+                i = j + 2;
+            }
+            _ => i += 1,
+        }
     }
     None
 }
@@ -290,6 +345,17 @@ pub(crate) fn substitutions_in_text(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bracket_expression_may_hold_the_delimiter() {
+        // GNU sed 4.9 reads `[/]` whole; earlier ones end the regex at its `/`. Both count.
+        assert!(sed_script("s/.*[/]/id/e").executes);
+        assert_eq!(sed_script("s/a[]/]/b/w x").writes, ["x"]);
+        assert!(!sed_script("s/[^]/]/b/w x").print_only());
+        assert!(sed_script("/[0-9]/p").print_only());
+        assert!(sed_script("s/[a-z]*//p").print_only());
+        assert!(sed_script("/\\[INFO\\]/p").print_only());
+    }
 
     #[test]
     fn sed_print_only_scripts() {

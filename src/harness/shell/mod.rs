@@ -375,6 +375,7 @@ fn read(source: &str, depth: usize, reread: bool, budget: &Budget) -> ShellFacts
             ..ShellFacts::default()
         };
     }
+    let as_written = source;
     // tree-sitter-bash glues a line that starts with a backslash to the line before it
     // (`ls\n\\rm -rf /` reads as `ls` with arguments). A blank after the newline changes
     // nothing bash does and gives the grammar its line back.
@@ -416,7 +417,45 @@ fn read(source: &str, depth: usize, reread: bool, budget: &Budget) -> ShellFacts
         // reads it (`time while …; do bash <<E …`).
         facts.merge(read(&blanked, depth, false, budget), &Scope::default());
     }
+    if let Some(joined) = join_continuations(as_written) {
+        // bash removes a backslash-newline before it splits words (`set\⏎sid` is `setsid`,
+        // `find . -\⏎delete` deletes); the grammar reads it as a blank. The joined text is
+        // read too, and both readings count. (Not instead: inside single quotes or a quoted
+        // here-document the pair stays, and there the first reading is bash's.)
+        facts.merge(read(&joined, depth, true, budget), &Scope::default());
+    }
     facts
+}
+
+/// `source` with every line continuation (a backslash that is not itself escaped, then a
+/// newline) removed, or `None` when it has none.
+fn join_continuations(source: &str) -> Option<String> {
+    if !source.contains("\\\n") {
+        return None;
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut chars = source.chars().peekable();
+    let mut joined = false;
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('\n') => {
+                chars.next();
+                joined = true;
+            }
+            // An escaped backslash: both stay, and the next character is read afresh.
+            Some('\\') => {
+                out.push('\\');
+                out.push('\\');
+                chars.next();
+            }
+            _ => out.push('\\'),
+        }
+    }
+    joined.then_some(out)
 }
 
 /// A second parse with here-documents blanked, to see commands tree-sitter hid after them, and

@@ -444,3 +444,18 @@ fn a_line_break_the_grammar_ran_across_starts_a_command_with_its_assignments() {
     let set: Vec<&str> = rm.assignments.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(set, ["A", "B"]);
 }
+
+#[test]
+fn a_line_continuation_is_read_joined_too() {
+    // bash removes backslash-newline before it splits words: `set\⏎sid` is `setsid`.
+    let got = names("set\\\nsid rm x");
+    assert!(got.contains(&"setsid".to_string()), "{got:?}");
+    assert!(
+        got.contains(&"set".to_string()),
+        "the reading as written stays: {got:?}"
+    );
+    // An escaped backslash before the newline is no continuation.
+    assert_eq!(join_continuations("a\\\\\nb"), None);
+    assert_eq!(join_continuations("a\\\nb").as_deref(), Some("ab"));
+    assert_eq!(join_continuations("ls -la"), None);
+}
