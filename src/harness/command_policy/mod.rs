@@ -6,6 +6,7 @@ pub mod allowlist;
 mod assessment;
 mod authorize;
 mod awk;
+mod brackets;
 mod classify;
 mod commands;
 mod descriptors;

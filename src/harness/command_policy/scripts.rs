@@ -188,42 +188,13 @@ fn skip_delimited(s: &[char], mut i: usize, delim: char, brackets: bool) -> Opti
             continue;
         }
         if brackets && s[i] == '[' {
-            i = skip_bracket(s, i + 1)?;
+            i = super::brackets::bracket(s, i + 1).ok()?;
             continue;
         }
         if s[i] == delim {
             return Some(i + 1);
         }
         i += 1;
-    }
-    None
-}
-
-/// Index after the `]` closing a bracket expression whose `[` is just before `i`. A `]` first
-/// (after an optional `^`) is a member; `[:…:]`, `[=…=]` and `[.….]` are read whole.
-fn skip_bracket(s: &[char], mut i: usize) -> Option<usize> {
-    if s.get(i) == Some(&'^') {
-        i += 1;
-    }
-    if s.get(i) == Some(&']') {
-        i += 1;
-    }
-    while i < s.len() {
-        match s[i] {
-            ']' => return Some(i + 1),
-            '[' if matches!(s.get(i + 1), Some(':' | '=' | '.')) => {
-                let kind = s[i + 1];
-                let mut j = i + 2;
-                while j + 1 < s.len() && !(s[j] == kind && s[j + 1] == ']') {
-                    j += 1;
-                }
-                if j + 1 >= s.len() {
-                    return None;
-                }
-                i = j + 2;
-            }
-            _ => i += 1,
-        }
     }
     None
 }
