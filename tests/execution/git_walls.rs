@@ -147,6 +147,38 @@ async fn git_in_the_sandbox_refuses_a_folder_laid_out_as_a_bare_repository() {
     assert_eq!(res.stdout.trim(), "true", "{res:?}");
 }
 
+/// A nested repository's own config names an fsmonitor program; a read-only `git -C sub
+/// status` (and a superproject's `git status`) would run it. The sandbox turns the monitor off
+/// for every command, so it never runs; positive control: with the setting given on git's own
+/// command line again (overriding the sandbox's), the program runs and says so.
+#[tokio::test]
+async fn a_nested_repositorys_fsmonitor_program_does_not_run_in_the_sandbox() {
+    let (_d, ws) = workspace();
+    let sub = ws.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    git(&sub, &["init", "-q", "."]);
+    std::fs::write(
+        sub.join("monitor.sh"),
+        "#!/bin/sh\necho FSMONITOR-RAN >&2\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        sub.join("monitor.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let monitor = sub.join("monitor.sh").to_string_lossy().into_owned();
+    git(&sub, &["config", "core.fsmonitor", &monitor]);
+    let r = runner(&ws);
+    let res = run(&r, read_only(), "git -C sub status").await;
+    assert!(!res.stderr.contains("FSMONITOR-RAN"), "{res:?}");
+    assert_eq!(res.exit_code, Some(0), "{res:?}");
+    let cmd = format!("git -C sub -c core.fsmonitor={monitor} status");
+    let res = run(&r, read_only(), &cmd).await;
+    assert!(res.stderr.contains("FSMONITOR-RAN"), "{res:?}");
+}
+
 /// Issue 10, item 8, the sandbox's side: a hard-linked file stays read-only in a writable
 /// sandbox, so a command the classifier could not see writing it cannot change the file
 /// outside the workspace either.

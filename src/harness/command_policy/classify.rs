@@ -344,6 +344,45 @@ impl Cx<'_> {
                 self.assignment_name(&asg.name, &verb);
             }
         }
+        // `declare -a 'a=($(cmd))'`, `declare 'a=([$(cmd)]=1)'` (a already an array): bash
+        // reads a quoted compound assignment again, as code, and runs what it holds.
+        let arrays = decl
+            .args
+            .iter()
+            .any(|a| a.is_static() && a.value.starts_with('-') && a.value.contains(['a', 'A']));
+        let reread =
+            |value: &str| value.starts_with('(') || (arrays && value.contains(['$', '`', '[']));
+        // An assignment the grammar read (`a=\(…\)`) is re-read the same way unless its value
+        // was a real compound assignment, written with a bare `(`.
+        for asg in &decl.assignments {
+            if let Some(v) = &asg.value
+                && !v.raw.starts_with('(')
+                && reread(&v.value)
+            {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "`{} {}` is read again by bash as an array assignment, which can run \
+                         commands",
+                        decl.keyword, asg.raw
+                    ),
+                );
+            }
+        }
+        for arg in decl.args.iter().filter(|a| a.is_static()) {
+            if let Some((_, value)) = arg.value.split_once('=')
+                && reread(value)
+            {
+                self.raise(
+                    ShellComplex,
+                    format!(
+                        "`{} {}` is read again by bash as an array assignment, which can run \
+                         commands",
+                        decl.keyword, arg.raw
+                    ),
+                );
+            }
+        }
         // `unset 'a[$(cmd)]'`, `declare 'a[$(cmd)]=1'`: bash evaluates the subscript.
         for arg in decl.args.iter().filter(|a| a.is_static()) {
             let name = arg.value.split('=').next().unwrap_or(&arg.value);
@@ -402,6 +441,35 @@ impl Cx<'_> {
                 ShellComplex,
                 format!("{verb} `{name}`, which can change what programs run or how they behave"),
             );
+        }
+    }
+
+    /// `{NAME}>file` opens a descriptor and stores its number in NAME; `{a[EXPR]}>file`
+    /// evaluates EXPR, which can run commands (`{a['$(cmd)']}` does). The grammar gives the
+    /// `{…}` as a word beside the redirection.
+    fn descriptor_variable(&mut self, w: &Word) {
+        let Some(inner) = w.raw.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
+            return;
+        };
+        let (name, subscript) = match inner.split_once('[') {
+            Some((n, _)) => (n, true),
+            None => (inner, false),
+        };
+        let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return;
+        }
+        if subscript {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "`{}` next to a redirection evaluates the subscript, which can run commands",
+                    w.raw
+                ),
+            );
+        } else {
+            self.assignment_name(name, "a `{NAME}` redirection sets");
         }
     }
 
@@ -620,6 +688,9 @@ impl Cx<'_> {
         }
         for w in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
             self.watchdog(w);
+            // Whether a redirection follows is not asked: the grammar may have hung it on the
+            // enclosing statement (`true && ls {a[…]}>f`).
+            self.descriptor_variable(w);
         }
         let (name, args) = expand_braces(&cmd.name, &cmd.args, self.budget);
         self.command(&name, &args);

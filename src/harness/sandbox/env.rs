@@ -92,9 +92,14 @@ pub fn sandbox_env(
     // `git -C folder diff` its config (and with it `diff.external`): git must be told which
     // repository to use before it uses a bare one. Command-line scope, which only the
     // command's own environment can override, and that makes it at least SHELL_COMPLEX.
-    env.push(("GIT_CONFIG_COUNT".into(), "1".into()));
+    // And a nested repository's or a submodule's own config (`core.fsmonitor`, which
+    // `git -C sub status` and the superproject's `git status` run) names no program to run:
+    // the monitor is only a speed-up, so it is off for every command.
+    env.push(("GIT_CONFIG_COUNT".into(), "2".into()));
     env.push(("GIT_CONFIG_KEY_0".into(), "safe.bareRepository".into()));
     env.push(("GIT_CONFIG_VALUE_0".into(), "explicit".into()));
+    env.push(("GIT_CONFIG_KEY_1".into(), "core.fsmonitor".into()));
+    env.push(("GIT_CONFIG_VALUE_1".into(), "false".into()));
     env.sort();
     env.dedup_by(|a, b| a.0 == b.0);
     env
@@ -145,9 +150,11 @@ mod tests {
         assert_eq!(
             env,
             vec![
-                kv("GIT_CONFIG_COUNT", "1"),
+                kv("GIT_CONFIG_COUNT", "2"),
                 kv("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+                kv("GIT_CONFIG_KEY_1", "core.fsmonitor"),
                 kv("GIT_CONFIG_VALUE_0", "explicit"),
+                kv("GIT_CONFIG_VALUE_1", "false"),
                 kv("GIT_OPTIONAL_LOCKS", "0"),
                 kv("GIT_TERMINAL_PROMPT", "0"),
                 kv("HOME", "/home/u"),
