@@ -354,34 +354,24 @@ impl Cx<'_> {
             |value: &str| value.starts_with('(') || (arrays && value.contains(['$', '`', '[']));
         // An assignment the grammar read (`a=\(…\)`) is re-read the same way unless its value
         // was a real compound assignment, written with a bare `(`.
-        for asg in &decl.assignments {
-            if let Some(v) = &asg.value
-                && !v.raw.starts_with('(')
-                && reread(&v.value)
-            {
-                self.raise(
-                    ShellComplex,
-                    format!(
-                        "`{} {}` is read again by bash as an array assignment, which can run \
-                         commands",
-                        decl.keyword, asg.raw
-                    ),
-                );
-            }
-        }
-        for arg in decl.args.iter().filter(|a| a.is_static()) {
-            if let Some((_, value)) = arg.value.split_once('=')
-                && reread(value)
-            {
-                self.raise(
-                    ShellComplex,
-                    format!(
-                        "`{} {}` is read again by bash as an array assignment, which can run \
-                         commands",
-                        decl.keyword, arg.raw
-                    ),
-                );
-            }
+        let grammar_read = decl.assignments.iter().filter_map(|asg| {
+            let v = asg.value.as_ref()?;
+            (!v.raw.starts_with('(') && reread(&v.value)).then_some(asg.raw.as_str())
+        });
+        let quoted = decl.args.iter().filter_map(|arg| {
+            let (_, value) = arg.value.split_once('=')?;
+            (arg.is_static() && reread(value)).then_some(arg.raw.as_str())
+        });
+        let read_again: Vec<&str> = grammar_read.chain(quoted).collect();
+        for raw in read_again {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "`{} {raw}` is read again by bash as an array assignment, which can run \
+                     commands",
+                    decl.keyword
+                ),
+            );
         }
         // `unset 'a[$(cmd)]'`, `declare 'a[$(cmd)]=1'`: bash evaluates the subscript.
         for arg in decl.args.iter().filter(|a| a.is_static()) {
