@@ -220,6 +220,17 @@ fn doctor_tells_the_truth_about_this_machine() {
             assert!(cg["detail"].as_str().unwrap().contains(why), "{why}: {v}");
         }
     }
+    // As root the sandbox is the host's uid 0, and doctor must not call that working.
+    let user = by_name("sandbox_user");
+    let detail = user["detail"].as_str().unwrap_or_default();
+    if rustix::process::geteuid().is_root() {
+        assert_eq!(user["status"], "missing", "{v}");
+        assert!(detail.contains("uid 0"), "{v}");
+    } else {
+        assert_eq!(user["status"], "works", "{v}");
+        let own = rustix::process::geteuid().as_raw().to_string();
+        assert!(detail.contains(&own), "{v}");
+    }
     // Absent (ENOSYS) is `missing`; a filter's EPERM is `refused`: either way not `works`.
     let openat2 = by_name("openat2");
     assert_eq!(
