@@ -617,14 +617,52 @@ impl<'a> Walker<'a> {
                 _ => args.push(self.word(c)),
             }
         }
-        let Some(name) = name else {
-            self.facts.parse_errors.push(format!(
+        self.finish_command(n, assignments, name, args, redirects, start);
+    }
+
+    /// Record the simple command `n` ends (a parse error when it has no name), then give it the
+    /// words its redirections were read with (`words_after_redirect`). Kept out of `command`'s
+    /// frame, which every level of nesting pays for.
+    #[inline(never)]
+    fn finish_command(
+        &mut self,
+        n: Node,
+        assignments: Vec<Assignment>,
+        name: Option<Word>,
+        args: Vec<Word>,
+        redirects: Vec<Redirect>,
+        start: usize,
+    ) {
+        match name {
+            Some(name) => {
+                self.push_command(assignments, name, args, redirects, start..n.end_byte());
+            }
+            None => self.facts.parse_errors.push(format!(
                 "a command without a name at byte {}",
                 n.start_byte()
-            ));
-            return;
-        };
-        self.push_command(assignments, name, args, redirects, start..n.end_byte());
+            )),
+        }
+        self.command_redirect_words(n);
+    }
+
+    /// `words_after_redirect` for the redirections inside the simple command `n`, each given
+    /// to the command recorded around it. Kept out of `command`'s frame, which every level of
+    /// nesting pays for.
+    #[inline(never)]
+    fn command_redirect_words(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let with_extras: Vec<Node> = n
+            .children(&mut cursor)
+            .filter(|c| !extra_destinations(*c).is_empty())
+            .collect();
+        for r in with_extras {
+            let owner = self
+                .facts
+                .commands
+                .iter()
+                .rposition(|c| c.span.contains(&r.start_byte()));
+            self.words_after_redirect(r, owner);
+        }
     }
 
     /// Record a simple command where the walk stands. Kept out of `command`'s frame, which
@@ -879,6 +917,14 @@ impl<'a> Walker<'a> {
                 (self.facts.commands[last].span == b.byte_range()).then_some(last)
             });
         let command_start = body_command.map(|b| b.start_byte());
+        // The simple command a pipeline body ends with: bash gives it the words after the
+        // redirection (`ls | sort >/dev/null -o out` is `sort -o out`).
+        let last_stage = body_command.and_then(|b| {
+            let last = self.facts.commands.len().checked_sub(1)?;
+            let c = &self.facts.commands[last];
+            (matches!(b.kind(), "command" | "pipeline") && c.span.end == b.end_byte())
+                .then_some(last)
+        });
         for c in kids {
             if Some(c) == body {
                 continue;
@@ -890,6 +936,7 @@ impl<'a> Walker<'a> {
                         None => self.facts.statement_redirects.push(r),
                     }
                 }
+                self.words_after_redirect(c, last_stage);
             } else {
                 self.node(c);
             }
@@ -973,10 +1020,12 @@ impl<'a> Walker<'a> {
                 }
                 let dest = n.child_by_field_name("destination");
                 let target = dest.map(|d| self.word(d));
+                let extras = extra_destinations(n);
                 for k in kids.iter().filter(|k| k.is_named()) {
                     if Some(*k) != dest
                         && k.kind() != "file_descriptor"
                         && !(read_write && halves(k))
+                        && !extras.contains(k)
                     {
                         self.node(*k);
                     }
@@ -984,6 +1033,64 @@ impl<'a> Walker<'a> {
                 let kind = redirect_kind(&op, target.as_ref());
                 Some(Redirect { kind, fd, target })
             }
+        }
+    }
+
+    /// The words tree-sitter-bash gave the redirection `r` as further destinations
+    /// (`cmd >/dev/null -o out`): bash gives them to the command the redirection belongs to
+    /// (`owner`, when it is a simple command; after a group or loop they are a syntax error),
+    /// and a word after a line break the grammar ran across starts a command of its own.
+    #[inline(never)]
+    fn words_after_redirect(&mut self, r: Node, owner: Option<usize>) {
+        let extras = extra_destinations(r);
+        let Some(first) = r.child_by_field_name("destination") else {
+            return;
+        };
+        let mut previous_end = first.end_byte();
+        // A command begun after a line break: its assignments, name, arguments and start.
+        let mut after_break: Option<(Vec<Assignment>, Option<Word>, Vec<Word>, usize)> = None;
+        for w in extras {
+            let gap = self.src.get(previous_end..w.start_byte()).unwrap_or("");
+            if has_unescaped_newline(gap) {
+                self.facts.parse_errors.push(format!(
+                    "the grammar ran a redirection across a line break at byte {previous_end}"
+                ));
+                self.finish_after_break(after_break.take(), previous_end);
+                after_break = Some((Vec::new(), None, Vec::new(), w.start_byte()));
+            }
+            previous_end = w.end_byte();
+            match (&mut after_break, owner) {
+                (Some((assignments, name @ None, _, _)), _) => {
+                    *name = self.word_after_break(w, assignments);
+                }
+                (Some((_, Some(_), args, _)), _) => args.push(self.word(w)),
+                (None, Some(i)) => {
+                    let word = self.word(w);
+                    self.facts.commands[i].args.push(word);
+                }
+                (None, None) => {
+                    self.facts.parse_errors.push(format!(
+                        "a word after the redirection of a compound command at byte {}",
+                        w.start_byte()
+                    ));
+                    self.node(w);
+                }
+            }
+        }
+        self.finish_after_break(after_break, previous_end);
+    }
+
+    fn finish_after_break(
+        &mut self,
+        command: Option<(Vec<Assignment>, Option<Word>, Vec<Word>, usize)>,
+        end: usize,
+    ) {
+        match command {
+            Some((assignments, Some(name), args, start)) => {
+                self.push_command(assignments, name, args, Vec::new(), start..end);
+            }
+            Some((assignments, None, _, _)) => self.facts.assignments.extend(assignments),
+            None => {}
         }
     }
 
@@ -1180,6 +1287,18 @@ fn redirect_kind(op: &str, target: Option<&Word>) -> RedirectKind {
         // An operator this walk does not know: assume it writes (fail closed).
         _ => RedirectKind::Output,
     }
+}
+
+/// A file redirection's destinations after the first: tree-sitter-bash reads the words that
+/// follow `cmd >file` as further destinations of the redirection.
+fn extra_destinations(r: Node) -> Vec<Node> {
+    if r.kind() != "file_redirect" {
+        return Vec::new();
+    }
+    let mut cursor = r.walk();
+    r.children_by_field_name("destination", &mut cursor)
+        .skip(1)
+        .collect()
 }
 
 /// Whether `gap` (text between two words) holds a newline that is not a line continuation: one
