@@ -76,5 +76,8 @@ mod git_leftovers;
 mod held_files;
 #[path = "execution/set_id.rs"]
 mod set_id;
+
+#[path = "execution/sandbox_user.rs"]
+mod sandbox_user;
 #[path = "execution/sockets.rs"]
 mod sockets;

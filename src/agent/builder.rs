@@ -26,7 +26,7 @@ use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::{HostConfig, SpearHost};
 use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
-use crate::tools::observer::{AuditObserver, ToolObserver};
+use crate::tools::observer::{AuditObserver, HOST_ROOT_NOTE, ToolObserver};
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::results::{ResultStore, StoreError};
 use crate::tools::router::ToolRouter;
@@ -123,6 +123,7 @@ pub fn open_audit(state: &Path, root: &Path) -> Result<AuditLogger, BuildError> 
 pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
     let mut config = RunnerConfig::for_workspace(root);
     config.network_allow = harness.network_allow.clone();
+    config.root_uid_host = harness.root_uid_host;
     config.resource_limits = harness.resource_limits.clone();
     config.cgroup_limits = harness.cgroup_limits.clone();
     config
@@ -264,10 +265,12 @@ impl SessionBuilder {
         crate::tools::web::register(&mut registry)?;
         let audit = Arc::new(open_audit(&self.place.state, &self.place.root)?);
         let mut router = ToolRouter::new(registry, host.clone())
-            .with_observer(Arc::new(AuditObserver::new(
-                audit,
-                self.audit_session.clone(),
-            )))
+            .with_observer(Arc::new(
+                AuditObserver::new(audit, self.audit_session.clone()).with_sandbox_user(
+                    (self.harness.root_uid_host && rustix::process::geteuid().is_root())
+                        .then_some(HOST_ROOT_NOTE),
+                ),
+            ))
             .with_refusal_limit(self.harness.refusal_repeats);
         for o in &self.observers {
             router = router.with_observer(o.clone());

@@ -72,7 +72,10 @@ fn check(
 }
 
 /// Which host uid the sandbox runs as, and as root what stands between it and root's files.
-fn sandbox_user() -> Result<String, (Verdict, String, String)> {
+fn sandbox_user(
+    host_root: bool,
+    workspace: &std::path::Path,
+) -> Result<String, (Verdict, String, String)> {
     use spear::harness::sandbox::root_uid;
     let uid = rustix::process::geteuid();
     if !uid.is_root() {
@@ -81,34 +84,49 @@ fn sandbox_user() -> Result<String, (Verdict, String, String)> {
             uid.as_raw()
         ));
     }
-    let here = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
-    let plan = match root_uid::choose_for_host() {
-        Err(e) => format!("no unprivileged uid is available for it: {e}"),
-        Ok(ids) => {
-            let from = match ids.source {
-                root_uid::IdSource::SubordinateRange => "the first of root's /etc/subuid range",
-                root_uid::IdSource::Fixed => "a fixed id no account or range uses",
-            };
-            let mount = match root_uid::probe_idmapped_workspace(&here, ids) {
-                Ok(()) => format!("`{}` can be idmapped to it here", here.display()),
-                Err(e) => format!("here it could not be: {e}"),
-            };
-            format!(
-                "its unprivileged uid would be {} ({from}), with the workspace bound through an \
-                 idmapped mount; {mount}",
-                ids.uid
-            )
-        }
+    if host_root {
+        return Err((
+            Verdict::Missing,
+            "Spear runs as root and `[sandbox] root_uid = \"host\"` runs its commands as the \
+             host's uid 0: file permissions are no wall, a file only root may read is readable \
+             in SAFE mode unless it is masked by name. Every command's audit record says so"
+                .into(),
+            "remove root_uid = \"host\" from config.toml, or run Spear as an ordinary user".into(),
+        ));
+    }
+    let ids = root_uid::choose_for_host().map_err(|e| {
+        (
+            Verdict::Missing,
+            format!("Spear runs as root and no unprivileged uid is available for its sandbox, so commands are refused: {e}"),
+            "give root a subordinate range (usermod --add-subuids 100000-165535 \
+             --add-subgids 100000-165535 root), or set [sandbox] root_uid = \"host\""
+                .into(),
+        )
+    })?;
+    let from = match ids.source {
+        root_uid::IdSource::SubordinateRange => "the first of root's /etc/subuid range",
+        root_uid::IdSource::Fixed => "a fixed id no account or range uses",
     };
-    Err((
-        Verdict::Missing,
-        format!(
-            "Spear runs as root and the sandbox runs as the host's uid 0, so file permissions \
-             are no wall: a file only root may read is readable in SAFE mode unless it is \
-             masked by name. Running the sandbox as an unprivileged uid is not built yet; {plan}"
-        ),
-        "run Spear as an ordinary user (the sandbox then reads only what that user can)".into(),
-    ))
+    match root_uid::probe_idmapped_workspace(workspace, ids) {
+        Ok(()) => Ok(format!(
+            "Spear runs as root; the sandbox runs as the unprivileged uid {} ({from}), with \
+             `{}` bound through a mount idmapped to it: it reads only what that uid can",
+            ids.uid,
+            workspace.display()
+        )),
+        Err(e) => Err((
+            Verdict::Missing,
+            format!(
+                "Spear runs as root and its sandbox would run as uid {} ({from}), but `{}` \
+                 cannot be idmapped to it, so commands are refused here: {e}",
+                ids.uid,
+                workspace.display()
+            ),
+            "keep the workspace on ext4, xfs or btrfs (tmpfs from Linux 6.3) on Linux 5.12 or \
+             later, run Spear as an ordinary user, or set [sandbox] root_uid = \"host\""
+                .into(),
+        )),
+    }
 }
 
 pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
@@ -269,7 +287,12 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             }),
     ));
     checks.push(check("tmpfs", false, Ok(describe_tmpfs(runner.config()))));
-    checks.push(check("sandbox_user", false, sandbox_user()));
+    let here = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("."));
+    checks.push(check(
+        "sandbox_user",
+        false,
+        sandbox_user(harness.root_uid_host, &here),
+    ));
     checks.push(check("openat2", false, probe_openat2()));
     checks.push(check("pidfd", true, probe_pidfd()));
     let _ = std::fs::remove_dir(&dir);

@@ -42,6 +42,9 @@ pub struct ConfigFile {
 pub struct SandboxTable {
     #[serde(default)]
     pub network_allow: Vec<Spanned<String>>,
+    /// `"host"`: a root Spear's commands run as the host's root (the person's opt-out);
+    /// `"sandbox"` (the default): as an unprivileged uid of Spear's own.
+    pub root_uid: Option<Spanned<String>>,
 }
 
 /// `[limits]`: what one sandboxed command may use, each process on its own (`processes`: the

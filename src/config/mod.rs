@@ -146,6 +146,8 @@ pub struct HarnessSettings {
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,
+    /// `[sandbox] root_uid = "host"`: a root Spear's commands run as the host's root.
+    pub root_uid_host: bool,
     /// `[results] max_result_bytes` and `budget_bytes`.
     pub store_limits: crate::tools::results::StoreLimits,
     /// `[limits]`: per-command resource limits (rlimits and the process cap).
@@ -161,6 +163,7 @@ impl Default for HarnessSettings {
             web_enabled: false,
             web: Default::default(),
             network_allow: Vec::new(),
+            root_uid_host: false,
             store_limits: Default::default(),
             resource_limits: Default::default(),
             cgroup_limits: Default::default(),

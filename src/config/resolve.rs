@@ -120,6 +120,22 @@ pub fn harness(
             }
         }
     }
+    let root_uid_host = match &file.sandbox.root_uid {
+        None => false,
+        Some(v) => match v.get_ref().as_str() {
+            "host" => true,
+            "sandbox" => false,
+            other => {
+                return Err(bad(
+                    &v.span(),
+                    format!("root_uid is `{other}`"),
+                    "write root_uid = \"sandbox\" (the default: a root Spear's commands run as \
+                     an unprivileged uid of its own) or root_uid = \"host\" (they run as the \
+                     host's root, and every command's audit record says so)",
+                ));
+            }
+        },
+    };
     let mut limits = StoreLimits::default();
     for (value, key, slot) in [
         (
@@ -203,6 +219,7 @@ pub fn harness(
         web_enabled,
         web,
         network_allow,
+        root_uid_host,
         store_limits: limits,
         resource_limits,
         cgroup_limits,

@@ -79,14 +79,26 @@ pub trait ToolObserver: Send + Sync {
 pub struct AuditObserver {
     logger: Arc<AuditLogger>,
     session: String,
+    /// Said in every command's record: who commands run as, when not the sandbox's own user.
+    sandbox_user: Option<&'static str>,
 }
+
+/// What a command's audit record says when a root Spear runs commands as the host's root.
+pub const HOST_ROOT_NOTE: &str = "host-root (root_uid = \"host\")";
 
 impl AuditObserver {
     pub fn new(logger: Arc<AuditLogger>, session: impl Into<String>) -> Self {
         AuditObserver {
             logger,
             session: session.into(),
+            sandbox_user: None,
         }
+    }
+
+    /// Every command's record says the commands ran as `note` (see [`HOST_ROOT_NOTE`]).
+    pub fn with_sandbox_user(mut self, note: Option<&'static str>) -> Self {
+        self.sandbox_user = note;
+        self
     }
 
     /// The event for a call's end. Public so the router can record the turn stop the same way.
@@ -111,6 +123,10 @@ impl AuditObserver {
             refusal_rule: env.refusal_rule.clone(),
             decided_by: call.decided_by,
             grant: call.grant,
+            sandbox_user: self
+                .sandbox_user
+                .filter(|_| call.is_command)
+                .map(str::to_string),
             ..AuditEvent::new(self.session.clone(), call.tool, call.decision)
         }
     }

@@ -62,6 +62,18 @@ fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values
     assert_eq!(s.provider.model, "gpt-test");
     assert_eq!(s.provider.api_key.as_ref().unwrap().expose_secret(), KEY);
     assert!(s.harness.network_allow.is_empty());
+    assert!(!s.harness.root_uid_host);
+    // `root_uid` takes "sandbox" (the default) and "host", the opt-out.
+    for (text, host) in [("sandbox", false), ("host", true)] {
+        let set = load_text(
+            &path,
+            &format!("[sandbox]\nroot_uid = \"{text}\"\n"),
+            &[("SPEAR_MODEL", "m"), ("OPENAI_API_KEY", KEY)],
+            &Flags::default(),
+        )
+        .unwrap();
+        assert_eq!(set.harness.root_uid_host, host, "{text}");
+    }
     assert_eq!(
         s.harness.store_limits,
         spear::tools::results::StoreLimits::default()
@@ -114,6 +126,11 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
             "[sandbox]\nnetwork_allow = [\"10.0.0.0/8\", \"intranet\"]\n",
             ":2:",
             "`sandbox.network_allow`",
+        ),
+        (
+            "[sandbox]\nroot_uid = \"nobody\"\n",
+            ":2:",
+            "`sandbox.root_uid`",
         ),
         (
             "[results]\nbudget_bytes = 0\n",

@@ -220,12 +220,22 @@ fn doctor_tells_the_truth_about_this_machine() {
             assert!(cg["detail"].as_str().unwrap().contains(why), "{why}: {v}");
         }
     }
-    // As root the sandbox is the host's uid 0, and doctor must not call that working.
+    // As root the sandbox runs as an unprivileged uid of Spear's own where the workspace can
+    // be idmapped to it, and doctor says which; elsewhere it says why commands are refused.
     let user = by_name("sandbox_user");
     let detail = user["detail"].as_str().unwrap_or_default();
     if rustix::process::geteuid().is_root() {
-        assert_eq!(user["status"], "missing", "{v}");
-        assert!(detail.contains("uid 0"), "{v}");
+        let ids = spear::harness::sandbox::root_uid::choose_for_host().unwrap();
+        match spear::harness::sandbox::root_uid::probe_idmapped_workspace(&ws, ids) {
+            Ok(()) => {
+                assert_eq!(user["status"], "works", "{v}");
+                assert!(detail.contains(&ids.uid.to_string()), "{v}");
+            }
+            Err(_) => {
+                assert_eq!(user["status"], "missing", "{v}");
+                assert!(detail.contains("refused"), "{v}");
+            }
+        }
     } else {
         assert_eq!(user["status"], "works", "{v}");
         let own = rustix::process::geteuid().as_raw().to_string();
@@ -238,4 +248,45 @@ fn doctor_tells_the_truth_about_this_machine() {
         host_has_openat2(),
         "openat2 on this host: {v}"
     );
+}
+
+/// `[sandbox] root_uid = "host"`: a root Spear runs commands as the host's root, and every
+/// command's audit record says so; without it (or for an ordinary user) no record does.
+#[test]
+fn root_uid_host_is_said_in_every_commands_audit_record() {
+    let (d, ws) = workspace();
+    let config = d.path().join("config");
+    std::fs::create_dir_all(config.join("spear")).unwrap();
+    let me = rustix::process::geteuid();
+    let exec = |ws: &std::path::Path| {
+        let out = spear(ws)
+            .env("XDG_CONFIG_HOME", &config)
+            .args(["exec", "--mode", "auto", "--", "id -u"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    std::fs::write(
+        config.join("spear/config.toml"),
+        "[sandbox]\nroot_uid = \"host\"\n",
+    )
+    .unwrap();
+    assert_eq!(exec(&ws), me.as_raw().to_string());
+    std::fs::write(config.join("spear/config.toml"), "[sandbox]\n").unwrap();
+    let default_uid = exec(&ws);
+    let records = audit_records(&ws);
+    assert_eq!(records.len(), 2, "{records:?}");
+    if me.is_root() {
+        assert_eq!(
+            records[0]["sandbox_user"], "host-root (root_uid = \"host\")",
+            "{records:?}"
+        );
+        assert_ne!(default_uid, "0", "the default runs as an unprivileged uid");
+    } else {
+        assert!(records[0].get("sandbox_user").is_none(), "{records:?}");
+        assert_eq!(default_uid, me.as_raw().to_string());
+    }
+    assert!(records[1].get("sandbox_user").is_none(), "{records:?}");
+    spear(&ws).args(["audit", "--verify"]).assert().code(0);
 }

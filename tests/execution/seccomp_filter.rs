@@ -343,6 +343,15 @@ async fn the_preflight_and_every_command_run_under_the_filter() {
     )
     .unwrap();
     std::fs::set_permissions(&bwrap, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // A root Spear runs bwrap as the sandbox's own uid: the wrapper and its log must be
+    // reachable by it.
+    std::fs::set_permissions(
+        fake.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(&log, "").unwrap();
+    std::fs::set_permissions(&log, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
     let (_d, ws) = workspace();
     let mut cfg = config(&ws);
     let mut path = fake.path().as_os_str().to_owned();

@@ -111,6 +111,9 @@ pub struct AuditEvent {
     pub decided_by: Option<DecidedBy>,
     /// The session grant that answered, when `decided_by` is `SessionGrant`.
     pub grant: Option<GrantRef>,
+    /// Who a command ran as, when not the usual unprivileged sandbox user (a root Spear with
+    /// `[sandbox] root_uid = "host"`).
+    pub sandbox_user: Option<String>,
 }
 
 impl AuditEvent {
@@ -133,6 +136,7 @@ impl AuditEvent {
             refusal_rule: None,
             decided_by: None,
             grant: None,
+            sandbox_user: None,
         }
     }
 }
@@ -177,6 +181,9 @@ pub struct AuditRecord {
     pub decided_by: Option<DecidedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantRef>,
+    /// Who the command ran as, when that is the host's root (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_user: Option<String>,
     /// Hash of the previous record (64 zeros for the first).
     pub prev: String,
 }
@@ -227,6 +234,7 @@ impl AuditRecord {
             refusal_rule: event.refusal_rule.clone(),
             decided_by: event.decided_by,
             grant: event.grant,
+            sandbox_user: event.sandbox_user.clone(),
             prev: String::new(),
         }
     }

@@ -20,9 +20,10 @@ use crate::harness::resource_control::{
 };
 use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
+use crate::harness::sandbox::root_uid::SandboxUser;
 use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
-    BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
+    BindSources, BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
     SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
     env, ledger, spec,
 };
@@ -77,6 +78,8 @@ pub struct RunnerConfig {
     /// (the host's own, private, link-local, multicast and other special ranges). Parse each
     /// from text such as `192.168.1.10` or `10.1.0.0/16` with `str::parse::<IpPrefix>()`.
     pub network_allow: Vec<IpPrefix>,
+    /// `[sandbox] root_uid = "host"`: a root Spear's sandbox runs as the host's root.
+    pub root_uid_host: bool,
     /// Entries the before/after snapshot of a writable run records at most (`changed_paths`).
     pub snapshot_max_entries: usize,
     /// Where launches are recorded until their processes are confirmed dead, so the next
@@ -102,6 +105,7 @@ impl RunnerConfig {
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs: TmpfsSizes::DEFAULT,
             network_allow: Vec::new(),
+            root_uid_host: false,
             snapshot_max_entries: snapshot::DEFAULT_MAX_ENTRIES,
         }
     }
@@ -228,7 +232,8 @@ impl CommandRunner {
             .find(|(k, _)| k == "HOME")
             .map(|(_, v)| PathBuf::from(v));
         let home = sandbox_home(host_home.as_deref(), &workspace);
-        let mut sandbox = BubblewrapSandbox::new(&config.search_path);
+        let mut sandbox = BubblewrapSandbox::new(&config.search_path)
+            .with_user(SandboxUser::for_this_process(config.root_uid_host));
         let mut swept = None;
         // A ledger inside the workspace could be rewritten by the commands it guards.
         if let Some(dir) = config
@@ -364,6 +369,8 @@ impl CommandRunner {
             info_fd: -1,
             gate_fd: -1,
             seccomp_fd: -1,
+            // The sandbox stages them if its user needs it (see `BubblewrapSandbox::start`).
+            sources: BindSources::InPlace,
             command,
         })
     }

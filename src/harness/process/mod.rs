@@ -7,6 +7,7 @@
 mod cancel;
 mod capture;
 mod pidns;
+mod stage;
 
 pub use cancel::CancelToken;
 pub use capture::{BoundedCapture, NullSink, OutputSink, OutputStream};
@@ -14,6 +15,7 @@ pub use pidns::{
     NamespaceConfigError, NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least,
     pid_max_is_namespaced,
 };
+pub use stage::{PrivateStage, StagedTree};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
@@ -62,6 +64,9 @@ pub struct SpawnRequest<'a> {
     pub join_cgroup: Option<RawFd>,
     /// What the child reads on stdin (default /dev/null).
     pub stdin: Option<std::fs::File>,
+    /// A private mount namespace with a stage of mount trees, and the identity the child
+    /// continues as, entered after it joined its cgroup and before anything else.
+    pub stage: Option<PrivateStage>,
 }
 
 /// Our own child, held by a pidfd.
@@ -93,6 +98,7 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
         stderr_file,
         join_cgroup,
         stdin,
+        stage,
     } = req;
     let program = command.get_program().to_string_lossy().into_owned();
     let fds: Vec<RawFd> = inherit_fds.to_vec();
@@ -122,6 +128,15 @@ pub fn spawn_held(req: SpawnRequest<'_>) -> Result<HeldChild, ProcessError> {
                 let procs = std::os::fd::BorrowedFd::borrow_raw(fd);
                 if rustix::io::write(procs, b"0")? != 1 {
                     return Err(std::io::Error::from_raw_os_error(libc::EIO));
+                }
+            }
+            if let Some(stage) = &stage {
+                stage.enter()?;
+                // A change of uid or gid clears the parent-death signal: set it again, and
+                // check again that the parent it names is still there.
+                rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+                if rustix::process::getppid() != Some(parent) {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
                 }
             }
             for (resource, limit) in &limits {

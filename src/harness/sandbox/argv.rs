@@ -5,6 +5,8 @@
 use std::ffi::OsString;
 use std::path::Path;
 
+#[cfg(test)]
+use super::spec::BindSources;
 use super::spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 use super::tmpfs::MASK_TMPFS_BYTES;
 
@@ -101,23 +103,24 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     }
 
     // The workspace, then what stays read-only inside it.
+    let from = |p: &Path| spec.workspace_source(p);
     if spec.workspace_write {
-        a.same("--bind", &spec.workspace);
+        a.two("--bind", from(&spec.workspace), &spec.workspace);
         for p in &spec.protections {
             match p {
-                Protection::Pin(d) => a.same("--bind", d),
-                Protection::ReadOnly(d) => a.same("--ro-bind", d),
+                Protection::Pin(d) => a.two("--bind", from(d), d),
+                Protection::ReadOnly(d) => a.two("--ro-bind", from(d), d),
                 Protection::Placeholder(d) => a.two("--ro-bind", "/dev/null", d),
             }
         }
     } else {
-        a.same("--ro-bind", &spec.workspace);
+        a.two("--ro-bind", from(&spec.workspace), &spec.workspace);
     }
     for s in &spec.covered_sockets {
         a.two("--ro-bind", "/dev/null", s);
     }
-    for p in &spec.host_read_paths {
-        a.same("--ro-bind", p);
+    for (i, p) in spec.host_read_paths.iter().enumerate() {
+        a.two("--ro-bind", spec.host_read_source(i), p);
     }
     a.one("--chdir", &spec.workspace);
 
@@ -177,6 +180,7 @@ mod tests {
             info_fd: 3,
             gate_fd: 4,
             seccomp_fd: 7,
+            sources: BindSources::InPlace,
             command: vec!["/bin/bash".into(), "-c".into(), "true".into()],
         }
     }
@@ -280,6 +284,37 @@ mod tests {
         assert!(at(&["--dev", "/dev"]) < at(&["--tmpfs", "/dev/shm"]));
         assert!(at(&["--tmpfs", "/dev/shm"]) < at(&["--remount-ro", "/dev"]));
         assert!(at(&["--proc", "/proc"]) < at(&["--ro-bind", "/proc/sys", "/proc/sys"]));
+    }
+
+    #[test]
+    fn staged_sources_come_from_the_stage_and_land_at_their_own_paths() {
+        let mut s = spec();
+        s.workspace_write = true;
+        s.sources = BindSources::Staged("/run/spear-stage".into());
+        s.protections = vec![
+            Protection::Pin("/w/.git".into()),
+            Protection::ReadOnly("/w/.git/config".into()),
+            Protection::Placeholder("/w/.git/hooks".into()),
+        ];
+        s.host_read_paths = vec![PathBuf::from("/root/.cargo"), PathBuf::from("/opt/t")];
+        let got = build_argv(&s);
+        let want = words(&format!(
+            "{HEAD} --bind /run/spear-stage/workspace /w \
+             --bind /run/spear-stage/workspace/.git /w/.git \
+             --ro-bind /run/spear-stage/workspace/.git/config /w/.git/config \
+             --ro-bind /dev/null /w/.git/hooks \
+             --ro-bind /run/spear-stage/read-0 /root/.cargo \
+             --ro-bind /run/spear-stage/read-1 /opt/t \
+             --chdir /w --info-fd 3 --userns-block-fd 4 --block-fd 4 {TAIL}"
+        ));
+        assert_eq!(got, want);
+        s.workspace_write = false;
+        let got = build_argv(&s);
+        assert!(
+            got.windows(3)
+                .any(|w| w == ["--ro-bind", "/run/spear-stage/workspace", "/w"]),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -145,6 +145,14 @@ pub enum SandboxError {
         /// Why the blocked sandbox's death could not be confirmed afterwards, if it could not.
         unconfirmed: Option<ProcessError>,
     },
+    /// Spear runs as root and cannot give its sandbox an unprivileged uid here.
+    #[error(
+        "Spear runs as root, and its sandbox must not run as the host's root: {0}. Commands \
+         are refused until that is fixed (`spear doctor` shows the check), or until \
+         `[sandbox] root_uid = \"host\"` in config.toml lets them run as root (every \
+         command's audit record then says so)"
+    )]
+    RootUser(String),
     #[error(transparent)]
     Process(#[from] ProcessError),
     #[error("{0}")]

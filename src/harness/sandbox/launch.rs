@@ -18,8 +18,8 @@ use tokio::net::unix::pipe;
 use super::ledger::LedgerEntry;
 
 use crate::harness::process::{
-    BoundedCapture, CancelToken, Exit, ForeignProcess, HeldChild, OutputSink, ProcessError,
-    SpawnRequest, pump_output, spawn_held,
+    BoundedCapture, CancelToken, Exit, ForeignProcess, HeldChild, OutputSink, PrivateStage,
+    ProcessError, SpawnRequest, pump_output, spawn_held,
 };
 use crate::harness::resource_control::pids_cgroup::LaunchCgroup;
 
@@ -127,6 +127,7 @@ impl Running {
         rlimits: &[(Resource, Rlimit)],
         ledger: LedgerEntry,
         cgroup: Option<LaunchCgroup>,
+        stage: Option<PrivateStage>,
     ) -> Result<Running, ProcessError> {
         let mut command = Command::new(program);
         command.arg0(ledger.marker()).args(argv).env_clear();
@@ -139,6 +140,9 @@ impl Running {
             stderr_file: None,
             join_cgroup: cgroup.as_ref().and_then(LaunchCgroup::procs_fd),
             stdin: None,
+            // The child attaches the trees in its own namespace; the parent's descriptors go
+            // with the spawned command.
+            stage,
         })?;
         drop(child_fds);
         let status = match pipe::Receiver::from_owned_fd(status_read) {

@@ -8,7 +8,8 @@
 //! processes are confirmed dead, and every process of the launch carries the entry's marker
 //! as its `argv[0]` (the namespace init is a clone of bwrap, so it shares the command line).
 //! A process is ended only when its `argv[0]` is exactly a marker built from an entry's name
-//! (never read from a file's contents), it runs as Spear's own user, it is held by a pidfd
+//! (never read from a file's contents), it runs as Spear's own user or the sandbox's (a root
+//! Spear's sandbox runs as a uid of its own, see `root_uid`), it is held by a pidfd
 //! whose identity was checked after opening, and the entry's owner is dead.
 
 use std::ffi::{OsStr, OsString};
@@ -88,6 +89,8 @@ pub struct SandboxLedger {
     dir: PathBuf,
     /// This process, read once: every launch records it.
     me: Owner,
+    /// The host uid the sandbox's processes run as, besides Spear's own.
+    sandbox_uid: u32,
 }
 
 impl SandboxLedger {
@@ -103,7 +106,14 @@ impl SandboxLedger {
         Ok(SandboxLedger {
             dir: dir.to_path_buf(),
             me,
+            sandbox_uid: rustix::process::getuid().as_raw(),
         })
+    }
+
+    /// The sandbox's processes run as `uid` on the host: sweeps and ends recognise them by it.
+    pub fn with_sandbox_uid(mut self, uid: u32) -> Self {
+        self.sandbox_uid = uid;
+        self
     }
 
     /// Record a launch about to be spawned. The entry is complete (written, then renamed into
@@ -125,6 +135,7 @@ impl SandboxLedger {
             path: Some(path),
             marker: OsString::from(format!("{MARKER_PREFIX}{token}")),
             confirmed: false,
+            sandbox_uid: self.sandbox_uid,
         })
     }
 
@@ -163,7 +174,10 @@ impl SandboxLedger {
                 let _ = fs::remove_file(e.path());
                 continue;
             }
-            match end_marked(OsStr::new(&format!("{MARKER_PREFIX}{token}"))) {
+            match end_marked(
+                OsStr::new(&format!("{MARKER_PREFIX}{token}")),
+                self.sandbox_uid,
+            ) {
                 Ok(n) => {
                     report.ended += n;
                     let _ = fs::remove_file(e.path());
@@ -183,16 +197,18 @@ pub struct LedgerEntry {
     path: Option<PathBuf>,
     marker: OsString,
     confirmed: bool,
+    sandbox_uid: u32,
 }
 
 impl LedgerEntry {
-    /// An entry for a launch without a ledger: it still marks the launch's processes, so the
-    /// drop-time end works; nothing is written.
-    pub fn unrecorded() -> std::io::Result<LedgerEntry> {
+    /// An entry for a launch without a ledger, whose processes run as `sandbox_uid`: it still
+    /// marks them, so the drop-time end works; nothing is written.
+    pub fn unrecorded(sandbox_uid: u32) -> std::io::Result<LedgerEntry> {
         Ok(LedgerEntry {
             path: None,
             marker: OsString::from(format!("{MARKER_PREFIX}{}", random_token()?)),
             confirmed: false,
+            sandbox_uid,
         })
     }
 
@@ -209,7 +225,7 @@ impl LedgerEntry {
 
 impl Drop for LedgerEntry {
     fn drop(&mut self) {
-        if !self.confirmed && end_marked(&self.marker).is_err() {
+        if !self.confirmed && end_marked(&self.marker, self.sandbox_uid).is_err() {
             // Kept for the next Spear's sweep.
             return;
         }
@@ -225,9 +241,9 @@ thread_local! {
     pub(crate) static SCANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// SIGKILL every process of this user whose `argv[0]` is `marker`, through pidfds, and
-/// confirm each died. Returns how many were ended.
-pub fn end_marked(marker: &OsStr) -> Result<usize, ProcessError> {
+/// SIGKILL every process of this user or of `sandbox_uid` whose `argv[0]` is `marker`, through
+/// pidfds, and confirm each died. Returns how many were ended.
+pub fn end_marked(marker: &OsStr, sandbox_uid: u32) -> Result<usize, ProcessError> {
     #[cfg(test)]
     SCANS.with(|n| n.set(n.get() + 1));
     let uid = rustix::process::getuid().as_raw();
@@ -238,8 +254,10 @@ pub fn end_marked(marker: &OsStr) -> Result<usize, ProcessError> {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        let ours =
-            || argv0(pid).as_deref() == Some(marker.as_bytes()) && real_uid(pid) == Some(uid);
+        let ours = || {
+            argv0(pid).as_deref() == Some(marker.as_bytes())
+                && real_uid(pid).is_some_and(|u| u == uid || u == sandbox_uid)
+        };
         if !ours() {
             continue;
         }
@@ -409,7 +427,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(5));
             }
         }
-        assert_eq!(end_marked(OsStr::new(&marker)).unwrap(), 1);
+        assert_eq!(end_marked(OsStr::new(&marker), own_uid()).unwrap(), 1);
         assert!(
             marked.wait().unwrap().code().is_none(),
             "killed by a signal"
@@ -418,7 +436,43 @@ mod tests {
             unmarked.try_wait().unwrap().is_none(),
             "another marker's process was touched"
         );
-        assert_eq!(end_marked(OsStr::new(&other)).unwrap(), 1);
+        assert_eq!(end_marked(OsStr::new(&other), own_uid()).unwrap(), 1);
         unmarked.wait().unwrap();
+    }
+
+    fn own_uid() -> u32 {
+        rustix::process::getuid().as_raw()
+    }
+
+    /// A root Spear's sandbox runs as a uid of its own: a marked process of that uid is ended,
+    /// one of any other uid is not. Only root can start a process as another uid; as a user
+    /// the own-uid case above is the whole behaviour.
+    #[test]
+    fn a_marked_process_is_ended_only_as_spears_or_the_sandboxs_uid() {
+        use std::os::unix::process::CommandExt;
+        if !rustix::process::geteuid().is_root() {
+            return;
+        }
+        let sandbox_uid = crate::harness::sandbox::root_uid::FALLBACK_ID;
+        let marker = format!("{MARKER_PREFIX}{}", random_token().unwrap());
+        let mut child = std::process::Command::new("sleep")
+            .arg0(&marker)
+            .arg("30")
+            .uid(sandbox_uid)
+            .gid(sandbox_uid)
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while argv0(pid).as_deref() != Some(marker.as_bytes()) {
+            assert!(std::time::Instant::now() < until, "sleep never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Neither Spear's uid nor the named sandbox uid: left alone.
+        assert_eq!(end_marked(OsStr::new(&marker), own_uid()).unwrap(), 0);
+        assert_eq!(end_marked(OsStr::new(&marker), sandbox_uid + 1).unwrap(), 0);
+        assert!(child.try_wait().unwrap().is_none(), "touched");
+        assert_eq!(end_marked(OsStr::new(&marker), sandbox_uid).unwrap(), 1);
+        assert!(child.wait().unwrap().code().is_none(), "killed by a signal");
     }
 }

@@ -24,7 +24,7 @@ pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
 pub use preflight::PreflightFailure;
-pub use spec::{Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
+pub use spec::{BindSources, Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
 
 use std::collections::HashMap;
@@ -37,12 +37,14 @@ use std::time::Duration;
 use rustix::process::{Resource, Rlimit};
 
 use crate::harness::process::{
-    ForeignProcess, NetnsPlan, NullSink, OutputSink, ProcessError, configure_namespaces,
+    ForeignProcess, NetnsPlan, NullSink, OutputSink, PrivateStage, ProcessError, StagedTree,
+    configure_namespaces,
 };
 use crate::harness::resource_control::process_cap::ProcessCap;
 use crate::harness::resource_control::{CgroupLimits, SystemdScopeRunner, find_in_path};
 pub(crate) use launch::Running;
 use launch::StatusPipe;
+use root_uid::SandboxUser;
 
 /// How long a preflight may take before it is declared failed (a hung mount cannot hang Spear).
 pub const PREFLIGHT_LIMIT: Duration = Duration::from_secs(10);
@@ -105,6 +107,8 @@ pub struct BubblewrapSandbox {
     /// Where launches are recorded until their death is confirmed (none: launches are still
     /// marked and ended on drop, but a Spear killed mid-launch leaves nothing to sweep).
     ledger: Option<SandboxLedger>,
+    /// Who the sandbox's processes are on the host.
+    user: SandboxUser,
     #[cfg(test)]
     pub(crate) faults: Faults,
 }
@@ -131,13 +135,25 @@ impl BubblewrapSandbox {
             net_preflight: tokio::sync::Mutex::new(HashMap::new()),
             network_containment_failed: AtomicBool::new(false),
             ledger: None,
+            user: SandboxUser::for_this_process(false),
             #[cfg(test)]
             faults: Faults::default(),
         }
     }
 
+    /// Run the sandbox's processes as `user` (before `with_ledger`, whose sweep must know it).
+    pub fn with_user(mut self, user: SandboxUser) -> Self {
+        self.user = user;
+        self
+    }
+
+    pub fn user(&self) -> &SandboxUser {
+        &self.user
+    }
+
     /// Record launches in `ledger`, after ending what dead Spears left in it.
     pub fn with_ledger(mut self, ledger: SandboxLedger) -> (Self, SweepReport) {
+        let ledger = ledger.with_sandbox_uid(self.user.host_uid());
         let report = ledger.sweep();
         self.ledger = Some(ledger);
         (self, report)
@@ -175,8 +191,13 @@ impl BubblewrapSandbox {
 
     /// Run the preflight once (the spec's command is replaced by the preflight script) and
     /// remember the result; terminal failures are never probed again.
-    pub async fn ensure(&self, spec: SandboxSpec) -> Result<(), PreflightFailure> {
+    pub async fn ensure(&self, mut spec: SandboxSpec) -> Result<(), PreflightFailure> {
         let mut cached = self.preflight.lock().await;
+        if let Err(e) = self.place(&mut spec) {
+            let refused = Err(PreflightFailure::Absent(e.to_string()));
+            *cached = Some(refused.clone());
+            return refused;
+        }
         if let Some(r) = cached.as_ref()
             && (r.is_ok() || r.as_ref().err().is_some_and(|f| f.is_terminal()))
         {
@@ -226,6 +247,7 @@ impl BubblewrapSandbox {
                 | SandboxError::ScopeUnavailable(_)
                 | SandboxError::CgroupCreate(_)
                 | SandboxError::Ledger(_)
+                | SandboxError::RootUser(_)
                 | SandboxError::NoSeccompFilter { .. }) => PreflightFailure::Absent(e.to_string()),
                 SandboxError::Process(ProcessError::Spawn { program, source }) => {
                     if source.kind() == std::io::ErrorKind::NotFound {
@@ -285,6 +307,7 @@ impl BubblewrapSandbox {
         mut child_fds: Vec<OwnedFd>,
         timeout: Duration,
     ) -> Result<Running, SandboxError> {
+        self.place(&mut spec)?;
         let info = StatusPipe::new()?;
         let gate = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC);
         // One pipe, two gates (see `SandboxSpec::gate_fd`): the first byte lets bwrap go on
@@ -304,7 +327,7 @@ impl BubblewrapSandbox {
         running.hold_gates(gate_write, 2);
         let mapped = match running.inner(STATUS_LIMIT.min(timeout)).await {
             None => Err(None),
-            Some(inner) => write_id_maps(inner).map_err(Some),
+            Some(inner) => write_id_maps(inner, self.user_ids()).map_err(Some),
         };
         let setup = mapped.and_then(|()| {
             // bwrap may go on with its mounts; the command still waits on --block-fd.
@@ -351,6 +374,71 @@ impl BubblewrapSandbox {
         killed
     }
 
+    /// Where the spec's binds come from for this sandbox's user, or why a root Spear cannot
+    /// run commands here.
+    fn place(&self, spec: &mut SandboxSpec) -> Result<(), SandboxError> {
+        match &self.user {
+            SandboxUser::Own | SandboxUser::HostRoot => Ok(()),
+            SandboxUser::Refused(why) => Err(SandboxError::RootUser(why.clone())),
+            SandboxUser::Mapped(_) => {
+                spec.sources = BindSources::Staged(PathBuf::from(STAGE_DIR));
+                Ok(())
+            }
+        }
+    }
+
+    /// The uid and gid the sandbox's processes have on the host (and inside: the id maps are
+    /// the identity on them).
+    fn user_ids(&self) -> (u32, u32) {
+        match &self.user {
+            SandboxUser::Mapped(m) => (m.ids.uid, m.ids.gid),
+            _ => (
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+            ),
+        }
+    }
+
+    /// A mapped user's stage: the workspace idmapped to the sandbox's uid and the vetted host
+    /// paths, as detached trees the launch attaches under [`STAGE_DIR`] in its own mount
+    /// namespace. `become_later`: a program the launch executes first (systemd-run) still needs
+    /// root, so the uid is changed after it (by `setpriv`), not in the child.
+    fn stage_for(
+        &self,
+        spec: &SandboxSpec,
+        become_later: bool,
+    ) -> Result<Option<PrivateStage>, SandboxError> {
+        let (SandboxUser::Mapped(user), BindSources::Staged(dir)) = (&self.user, &spec.sources)
+        else {
+            return Ok(None);
+        };
+        let refused = |e: root_uid::IdmapUnsupported| SandboxError::RootUser(e.to_string());
+        stage_dir_ready(dir)?;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                .map_err(|_| SandboxError::RootUser(format!("{} has a NUL byte", p.display())))
+        };
+        let mut trees = vec![StagedTree {
+            at: c(&dir.join(BindSources::WORKSPACE))?,
+            tree: user.workspace_tree(&spec.workspace).map_err(refused)?,
+            dir: true,
+        }];
+        for (i, p) in spec.host_read_paths.iter().enumerate() {
+            trees.push(StagedTree {
+                at: c(&dir.join(BindSources::host_read_name(i)))?,
+                tree: root_uid::clone_tree(p, None).map_err(refused)?,
+                dir: p.is_dir(),
+            });
+        }
+        Ok(Some(PrivateStage {
+            dir: c(dir)?,
+            options: c(Path::new(STAGE_TMPFS))?,
+            trees,
+            ids: (user.ids.uid, user.ids.gid),
+            become_now: !become_later,
+        }))
+    }
+
     fn injected_setup_failure(&self) -> Result<(), NamespacePrepError> {
         #[cfg(test)]
         if self.faults.namespace_setup.load(Ordering::SeqCst) {
@@ -370,11 +458,16 @@ impl BubblewrapSandbox {
     ) -> Result<Running, SandboxError> {
         let bwrap = self.bwrap()?;
         let argv = build_argv(spec);
+        let stage = self.stage_for(spec, limits.cgroup.is_some())?;
         let (program, argv): (PathBuf, Vec<OsString>) = match &limits.cgroup {
             None => (bwrap.to_path_buf(), argv),
             Some((scope, cg)) => {
                 scope.available()?;
-                let mut full = vec![bwrap.as_os_str().to_os_string()];
+                let mut full = match stage.as_ref().map(|_| self.user_ids()) {
+                    Some(ids) => become_with_setpriv(ids)?,
+                    None => Vec::new(),
+                };
+                full.push(bwrap.as_os_str().to_os_string());
                 full.extend(argv);
                 let wrapped = scope.wrap(&full, cg, &scope.unit_name());
                 let mut it = wrapped.into_iter();
@@ -385,7 +478,7 @@ impl BubblewrapSandbox {
         // The entry is written before anything is spawned, so no launch goes unrecorded.
         let entry = match &self.ledger {
             Some(l) => l.record(),
-            None => LedgerEntry::unrecorded(),
+            None => LedgerEntry::unrecorded(self.user.host_uid()),
         }
         .map_err(SandboxError::Ledger)?;
         let cgroup = match &limits.process_cap {
@@ -400,17 +493,72 @@ impl BubblewrapSandbox {
             &limits.rlimits,
             entry,
             cgroup,
+            stage,
         )?)
     }
+}
+
+/// Where a root Spear's launch attaches its stage: an empty directory of Spear's own that the
+/// launch covers with a tmpfs in its private mount namespace; the host never sees the mounts.
+pub const STAGE_DIR: &str = "/run/spear-stage";
+/// The stage's tmpfs holds mount points only.
+const STAGE_TMPFS: &str = "mode=0755,size=65536,nr_inodes=256";
+
+/// Make sure [`STAGE_DIR`] is a real directory only root can change (made if missing).
+fn stage_dir_ready(dir: &Path) -> Result<(), SandboxError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o755).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(SandboxError::RootUser(format!(
+                "the stage directory {} cannot be made: {e}",
+                dir.display()
+            )));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() || meta.uid() != 0 || meta.mode() & 0o022 != 0 {
+        return Err(SandboxError::RootUser(format!(
+            "{} must be a directory owned by root and writable by root alone; remove it and \
+             Spear makes it again",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The programs a launch wrapped in systemd-run puts before bwrap to leave root: util-linux's
+/// `setpriv`, by absolute path (a root Spear's PATH is not trusted to name it).
+fn become_with_setpriv((uid, gid): (u32, u32)) -> Result<Vec<OsString>, SandboxError> {
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .ok_or_else(|| {
+            SandboxError::RootUser(
+                "cgroup limits run the sandbox through systemd-run, and leaving root after it \
+                 needs setpriv, which is not installed (apt-get install util-linux)"
+                    .into(),
+            )
+        })?;
+    Ok([
+        setpriv.to_string(),
+        format!("--reuid={uid}"),
+        format!("--regid={gid}"),
+        "--clear-groups".into(),
+        "--pdeathsig=KILL".into(),
+        "--".into(),
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect())
 }
 
 /// What bwrap leaves to the parent with `--userns-block-fd`: the id maps (the sandbox keeps
 /// Spear's own uid and gid, nothing else is mapped, `setgroups` is denied). The pidfd is
 /// checked alive afterwards, so the numeric `/proc` paths named the held process throughout.
-fn write_id_maps(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {
+fn write_id_maps(inner: &ForeignProcess, (uid, gid): (u32, u32)) -> Result<(), NamespacePrepError> {
     let pid = inner.pid()?;
-    let uid = rustix::process::geteuid().as_raw();
-    let gid = rustix::process::getegid().as_raw();
     std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
     std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1\n"))?;
     std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1\n"))?;

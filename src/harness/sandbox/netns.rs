@@ -237,6 +237,7 @@ async fn attach(
         stderr_file: Some(log.try_clone()?),
         join_cgroup: None,
         stdin: None,
+        stage: None,
     })?;
     drop((net, user, ready_write));
     let mut ready = pipe::Receiver::from_owned_fd(ready_read)?;

@@ -2,10 +2,11 @@
 //! runs as the host's uid 0: discretionary permissions are no wall, and a file only root may
 //! read is readable in SAFE mode unless it is masked by name. The remedy is to run the sandbox
 //! as an unprivileged host uid of Spear's own, with the workspace bound through an idmapped
-//! mount so that it still looks like the sandbox's own tree. This module holds the two
-//! decisions that come first: which uid (`choose`), and whether this kernel and the
-//! workspace's filesystem can give the workspace to that uid (`probe_idmapped_workspace`).
-//! `spear doctor` reports both; the launch does not use them yet.
+//! mount so that it still looks like the sandbox's own tree. This module holds the decisions:
+//! which uid (`choose`), whether this kernel and the workspace's filesystem can give the
+//! workspace to that uid (`probe_idmapped_workspace`), and the idmapped trees a launch stages
+//! (`MappedUser`). The launch (`BubblewrapSandbox::spawn`) attaches them in a private mount
+//! namespace and drops to the uid before bwrap runs; `spear doctor` reports both decisions.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -187,11 +188,12 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// The user namespace an idmapped workspace mount takes: its id `ids.uid` is the host's
-/// `owner.0` (gid likewise). A mount idmapped with it presents the files the workspace's owner
-/// has on disk as the sandbox's uid's, and stores what the sandbox's uid writes as the
-/// owner's. Held by a descriptor; made by a child (`cat`, blocked on its stdin) that unshares
-/// it before exec, ended and reaped before this returns.
+/// The user namespace an idmapped workspace mount takes: the workspace owner's ids `owner` map
+/// to the sandbox's `ids`. A mount idmapped with it presents the files the owner has on disk
+/// as the sandbox uid's, and stores what the sandbox uid writes as the owner's (on disk the
+/// idmapping reads each id as the namespace's inside id and shows its outside id). Held by a
+/// descriptor; made by a child (`cat`, blocked on its stdin) that unshares it before exec,
+/// ended and reaped before this returns.
 fn idmap_user_namespace(ids: SandboxIds, owner: (u32, u32)) -> std::io::Result<OwnedFd> {
     // By absolute path: a root Spear's PATH is not trusted to name the program.
     let cat = ["/usr/bin/cat", "/bin/cat"]
@@ -217,11 +219,12 @@ fn idmap_user_namespace(ids: SandboxIds, owner: (u32, u32)) -> std::io::Result<O
     let mapped = (|| {
         std::fs::write(
             format!("{proc}/uid_map"),
-            format!("{} {} 1\n", ids.uid, owner.0),
+            format!("{} {} 1\n", owner.0, ids.uid),
         )?;
+        std::fs::write(format!("{proc}/setgroups"), "deny")?;
         std::fs::write(
             format!("{proc}/gid_map"),
-            format!("{} {} 1\n", ids.gid, owner.1),
+            format!("{} {} 1\n", owner.1, ids.gid),
         )?;
         std::fs::File::open(format!("{proc}/ns/user")).map(OwnedFd::from)
     })();
@@ -232,30 +235,19 @@ fn idmap_user_namespace(ids: SandboxIds, owner: (u32, u32)) -> std::io::Result<O
     mapped
 }
 
-/// Can the workspace at `path` be bound through a mount idmapped to `ids` here? Tries it on a
-/// detached clone of the mount (`open_tree(OPEN_TREE_CLONE)`, then
-/// `mount_setattr(MOUNT_ATTR_IDMAP)`), which is never attached anywhere and ends with its
-/// descriptor: nothing on the host changes.
-pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), IdmapUnsupported> {
-    if !rustix::process::geteuid().is_root() {
-        return Err(IdmapUnsupported::NotRoot);
-    }
-    let shown = path.display().to_string();
-    let owner = std::fs::metadata(path)
-        .map(|m| {
-            use std::os::unix::fs::MetadataExt;
-            (m.uid(), m.gid())
-        })
-        .map_err(|source| IdmapUnsupported::Call {
-            call: "stat",
-            path: shown.clone(),
-            source,
-        })?;
-    let userns = idmap_user_namespace(ids, owner).map_err(IdmapUnsupported::Namespace)?;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`),
+/// idmapped through `idmap` when given. It is attached nowhere; dropping it unmounts it.
+pub(crate) fn clone_tree(
+    path: &Path,
+    idmap: Option<&OwnedFd>,
+) -> Result<OwnedFd, IdmapUnsupported> {
+    let shown = || path.display().to_string();
     let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| {
         IdmapUnsupported::Call {
             call: "open_tree",
-            path: shown.clone(),
+            path: shown(),
             source: std::io::Error::from_raw_os_error(libc::EINVAL),
         }
     })?;
@@ -265,7 +257,7 @@ pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), Idma
             libc::SYS_open_tree,
             libc::AT_FDCWD,
             c_path.as_ptr(),
-            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC,
+            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE,
         )
     };
     if tree < 0 {
@@ -274,13 +266,16 @@ pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), Idma
             Some(libc::ENOSYS) => IdmapUnsupported::KernelTooOld { call: "open_tree" },
             _ => IdmapUnsupported::Call {
                 call: "open_tree",
-                path: shown,
+                path: shown(),
                 source: e,
             },
         });
     }
     // SAFETY: `tree` is a descriptor open_tree just returned, owned from here on.
     let tree = unsafe { OwnedFd::from_raw_fd(tree as i32) };
+    let Some(userns) = idmap else {
+        return Ok(tree);
+    };
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         attr_clr: 0,
@@ -295,7 +290,7 @@ pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), Idma
             libc::SYS_mount_setattr,
             tree.as_raw_fd(),
             empty.as_ptr(),
-            libc::AT_EMPTY_PATH,
+            libc::AT_EMPTY_PATH as libc::c_uint | AT_RECURSIVE,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
         )
@@ -307,17 +302,112 @@ pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), Idma
                 call: "mount_setattr",
             },
             Some(libc::EINVAL) => IdmapUnsupported::Filesystem {
-                path: shown,
+                path: shown(),
                 source: e,
             },
             _ => IdmapUnsupported::Call {
                 call: "mount_setattr",
-                path: shown,
+                path: shown(),
                 source: e,
             },
         });
     }
-    Ok(())
+    Ok(tree)
+}
+
+fn owner_of(path: &Path) -> Result<(u32, u32), IdmapUnsupported> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .map(|m| (m.uid(), m.gid()))
+        .map_err(|source| IdmapUnsupported::Call {
+            call: "stat",
+            path: path.display().to_string(),
+            source,
+        })
+}
+
+/// Can the workspace at `path` be bound through a mount idmapped to `ids` here? Tries it on a
+/// detached clone of the mount, which is never attached anywhere and ends with its descriptor:
+/// nothing on the host changes.
+pub fn probe_idmapped_workspace(path: &Path, ids: SandboxIds) -> Result<(), IdmapUnsupported> {
+    if !rustix::process::geteuid().is_root() {
+        return Err(IdmapUnsupported::NotRoot);
+    }
+    let userns = idmap_user_namespace(ids, owner_of(path)?).map_err(IdmapUnsupported::Namespace)?;
+    clone_tree(path, Some(&userns)).map(drop)
+}
+
+/// A root Spear's sandbox user: its ids, and the idmapping namespaces made so far (one per
+/// workspace owner; a mount keeps its own reference, the cache only saves a child per launch).
+#[derive(Debug)]
+pub struct MappedUser {
+    pub ids: SandboxIds,
+    namespaces: std::sync::Mutex<std::collections::HashMap<(u32, u32), OwnedFd>>,
+}
+
+impl MappedUser {
+    pub fn new(ids: SandboxIds) -> Self {
+        MappedUser {
+            ids,
+            namespaces: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// A detached tree of the workspace at `path`, idmapped so that its owner's files are the
+    /// sandbox uid's.
+    pub fn workspace_tree(&self, path: &Path) -> Result<OwnedFd, IdmapUnsupported> {
+        let owner = owner_of(path)?;
+        let mut cache = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let userns = match cache.entry(owner) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(
+                idmap_user_namespace(self.ids, owner).map_err(IdmapUnsupported::Namespace)?,
+            ),
+        };
+        clone_tree(path, Some(userns))
+    }
+}
+
+/// Who the sandbox's processes are on the host.
+#[derive(Debug)]
+pub enum SandboxUser {
+    /// Spear's own uid, which is not root.
+    Own,
+    /// Root, because the person set `[sandbox] root_uid = "host"`: discretionary permissions
+    /// are no wall for the sandbox; every command's audit record says so.
+    HostRoot,
+    /// A root Spear's unprivileged uid, with the workspace idmapped to it.
+    Mapped(MappedUser),
+    /// A root Spear that cannot give its sandbox another uid here: commands are refused.
+    Refused(String),
+}
+
+impl SandboxUser {
+    /// The user for this process: its own when not root; as root, the mapped uid when this
+    /// host allows it (`host_root`: the person's opt-out).
+    pub fn for_this_process(host_root: bool) -> Self {
+        if !rustix::process::geteuid().is_root() {
+            return SandboxUser::Own;
+        }
+        if host_root {
+            return SandboxUser::HostRoot;
+        }
+        match choose_for_host() {
+            Ok(ids) => SandboxUser::Mapped(MappedUser::new(ids)),
+            Err(e) => SandboxUser::Refused(e.to_string()),
+        }
+    }
+
+    /// The host uid the sandbox's processes have (the ledger's sweep recognises them by it).
+    pub fn host_uid(&self) -> u32 {
+        match self {
+            SandboxUser::Mapped(m) => m.ids.uid,
+            _ => rustix::process::getuid().as_raw(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -62,6 +62,27 @@ pub enum SandboxNetwork {
     },
 }
 
+/// Where bwrap finds what it binds from the host's workspace and the vetted host paths.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum BindSources {
+    /// At their own paths: bwrap runs with Spear's uid, which can reach them.
+    #[default]
+    InPlace,
+    /// Under a stage directory that the launch mounts in a private mount namespace (a root
+    /// Spear whose sandbox runs as an unprivileged uid, which could not reach a workspace
+    /// under `/root`): the workspace at `{stage}/workspace` (idmapped to that uid), the
+    /// vetted host path `i` at `{stage}/read-{i}`.
+    Staged(PathBuf),
+}
+
+impl BindSources {
+    pub const WORKSPACE: &'static str = "workspace";
+
+    pub fn host_read_name(i: usize) -> String {
+        format!("read-{i}")
+    }
+}
+
 /// The complete description of one sandboxed command. Plain data; see `build_argv`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SandboxSpec {
@@ -104,7 +125,34 @@ pub struct SandboxSpec {
     /// The fd bwrap reads the seccomp program from (`--seccomp`), applied just before the
     /// command is executed (see [`super::seccomp`]).
     pub seccomp_fd: i32,
+    /// Where the binds of the workspace and the host paths come from.
+    pub sources: BindSources,
     pub command: Vec<OsString>,
+}
+
+impl SandboxSpec {
+    /// Where bwrap finds `path`, a path in the workspace (itself, unless staged).
+    pub fn workspace_source(&self, path: &Path) -> PathBuf {
+        match (&self.sources, path.strip_prefix(&self.workspace)) {
+            (BindSources::Staged(stage), Ok(rel)) => {
+                let root = stage.join(BindSources::WORKSPACE);
+                if rel.as_os_str().is_empty() {
+                    root
+                } else {
+                    root.join(rel)
+                }
+            }
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// Where bwrap finds the `i`th vetted host path.
+    pub fn host_read_source(&self, i: usize) -> PathBuf {
+        match &self.sources {
+            BindSources::Staged(stage) => stage.join(BindSources::host_read_name(i)),
+            BindSources::InPlace => self.host_read_paths[i].clone(),
+        }
+    }
 }
 
 /// Top-level system paths offered read-only when they exist.

@@ -187,6 +187,7 @@ async fn supervise(
         stderr_file: None,
         join_cgroup: None,
         stdin: Some(stdin),
+        stage: None,
     })
     .map_err(|e| Failure::Failed(format!("cannot start the extractor: {e}")))?;
     let overflowed = CancelToken::new();
