@@ -93,6 +93,35 @@ fn bench(c: &mut Criterion) {
         );
     }
 
+    // As root: what running the sandbox as its own uid costs (the private mount namespace, the
+    // stage and its idmapped clone, the uid change), against the opt-out's host-root launch,
+    // interleaved in the same run.
+    if benching && rustix::process::geteuid().is_root() {
+        let mut host = RunnerConfig::for_workspace(dir.path());
+        host.root_uid_host = true;
+        let host = CommandRunner::new(host).expect("runner");
+        rt.block_on(host.ensure_sandbox()).expect("preflight");
+        let (mut t_own, mut t_host) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..10 {
+            for (r, t) in [(&runner, &mut t_own), (&host, &mut t_host)] {
+                let s = Instant::now();
+                for _ in 0..20 {
+                    let res = rt.block_on(r.run(&req(false), &mut NullSink));
+                    assert!(res.is_ok(), "{res:?}");
+                }
+                *t += s.elapsed();
+            }
+        }
+        println!(
+            "root, 200 calls each: sandbox as its own uid {:.2} ms/call, as host root {:.2} ms/call, \
+             +{:.2} ms ({:.3}x)",
+            t_own.as_secs_f64() * 1000.0 / 200.0,
+            t_host.as_secs_f64() * 1000.0 / 200.0,
+            (t_own.as_secs_f64() - t_host.as_secs_f64()) * 1000.0 / 200.0,
+            t_own.as_secs_f64() / t_host.as_secs_f64()
+        );
+    }
+
     if benching && runner.sandbox().slirp().is_ok() {
         rt.block_on(runner.ensure_network())
             .expect("network preflight");

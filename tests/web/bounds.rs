@@ -176,3 +176,55 @@ fn regression_issue_20_a_cancelled_fetch_stops_converting_at_once() {
     // Cancelled after 2 s; the conversion's own limit is 30 s.
     assert!(took < Duration::from_secs(15), "took {took:?}");
 }
+
+/// Issue 20: a root Spear's parser is not root. It runs as the sandbox's unprivileged uid, so
+/// whatever a hostile document makes the parser do, it cannot touch root's files; an ordinary
+/// user's parser keeps that user's uid. Seen from outside while the child works on a bomb.
+#[test]
+fn regression_issue_20_the_parser_child_never_runs_as_root() {
+    crate::extractor::use_spear_binary();
+    let me = std::process::id().to_string();
+    let worker = std::thread::spawn(|| {
+        let opts = PdfOptions {
+            use_pdftotext: false,
+            ..PdfOptions::default()
+        };
+        let _ = pdf_pages_with(&pdf_bomb(2 * GIB), &opts);
+    });
+    // The real, effective, saved and filesystem uids of our child serving `__extract`.
+    let child_uids = || -> Option<Vec<u32>> {
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let dir = e.path();
+            let cmdline = std::fs::read(dir.join("cmdline")).ok()?;
+            if !cmdline.windows(9).any(|w| w == b"__extract") {
+                return None;
+            }
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            let field = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.split_whitespace().map(String::from).collect::<Vec<_>>())
+            };
+            (field("PPid:")?.first()? == &me)
+                .then(|| field("Uid:"))
+                .flatten()
+                .map(|v| v.iter().filter_map(|u| u.parse().ok()).collect())
+        })
+    };
+    let mut seen = None;
+    while seen.is_none() && !worker.is_finished() {
+        seen = child_uids();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    worker.join().unwrap();
+    let uids = seen.expect("the parser child was seen while it worked");
+    let want = if rustix::process::geteuid().is_root() {
+        spear::harness::sandbox::root_uid::choose_for_host()
+            .unwrap()
+            .uid
+    } else {
+        rustix::process::getuid().as_raw()
+    };
+    assert_eq!(uids, vec![want; 4], "the parser's uids");
+}

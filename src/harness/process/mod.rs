@@ -15,7 +15,7 @@ pub use pidns::{
     NamespaceConfigError, NetnsPlan, PID_MAX_MIN, configure_namespaces, kernel_at_least,
     pid_max_is_namespaced,
 };
-pub use stage::{PrivateStage, StagedTree};
+pub use stage::{PrivateStage, StagedTree, become_ids};
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;

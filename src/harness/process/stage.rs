@@ -109,13 +109,23 @@ impl PrivateStage {
                 }
             }
             if self.become_now {
-                // Groups first, while root may still change them; setresuid last drops every
-                // capability (no keep-caps bit is set).
-                check(libc::setgroups(0, std::ptr::null()).into())?;
-                check(libc::setresgid(gid, gid, gid).into())?;
-                check(libc::setresuid(uid, uid, uid).into())?;
+                become_ids(uid, gid)?;
             }
         }
         Ok(())
     }
+}
+
+/// Become `uid` and `gid` with no supplementary groups, for good: groups first, while root may
+/// still change them; setresuid last, which drops every capability (no keep-caps bit is set).
+/// Between fork and exec: raw system calls only. A change of ids clears the parent-death
+/// signal, so the caller sets it afterwards.
+pub fn become_ids(uid: u32, gid: u32) -> std::io::Result<()> {
+    // SAFETY: each call takes plain integers (and a null list of groups).
+    unsafe {
+        check(libc::setgroups(0, std::ptr::null()).into())?;
+        check(libc::setresgid(gid, gid, gid).into())?;
+        check(libc::setresuid(uid, uid, uid).into())?;
+    }
+    Ok(())
 }

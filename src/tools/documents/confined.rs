@@ -17,7 +17,7 @@ use rustix::process::{Resource, Rlimit};
 
 use super::pdftotext::Capped;
 use crate::harness::process::{
-    BoundedCapture, CancelToken, Exit, SpawnRequest, pump_output, spawn_held,
+    BoundedCapture, CancelToken, Exit, SpawnRequest, become_ids, pump_output, spawn_held,
 };
 
 /// The hidden subcommand of Spear's binary that serves one extraction.
@@ -91,11 +91,17 @@ pub fn run(
         Job::Html { base: Some(b) } => command.args(["html", "--base", b]),
     };
     command.env_clear().current_dir("/");
-    // SAFETY: the closure runs between fork and exec and makes one raw system call (unshare),
-    // which allocates nothing and takes no lock.
+    let ids = parser_ids()?;
+    // SAFETY: the closure runs between fork and exec and makes raw system calls only (the id
+    // change, unshare), which allocate nothing and take no lock.
     unsafe {
         use std::os::unix::process::CommandExt;
-        command.pre_exec(|| {
+        command.pre_exec(move || {
+            // A root Spear's parser is not root: it leaves root before anything else, while it
+            // still may (spawn_held sets the parent-death signal again after this closure).
+            if let Some((uid, gid)) = ids {
+                become_ids(uid, gid)?;
+            }
             // A user namespace of its own makes the network namespace possible unprivileged;
             // the new network namespace has only a loopback that is down: no network at all.
             rustix::thread::unshare_unsafe(
@@ -143,6 +149,22 @@ pub fn run(
         }
     };
     explain(ended, what, bounds)
+}
+
+/// The ids a root Spear's parser runs as: the sandbox's unprivileged uid (`root_uid`), whatever
+/// `root_uid = "host"` says for commands; a parser never needs root. `None` when Spear is not
+/// root (the parser keeps Spear's own uid).
+pub(crate) fn parser_ids() -> Result<Option<(u32, u32)>, Failure> {
+    if !rustix::process::geteuid().is_root() {
+        return Ok(None);
+    }
+    crate::harness::sandbox::root_uid::choose_for_host()
+        .map(|ids| Some((ids.uid, ids.gid)))
+        .map_err(|e| {
+            Failure::Failed(format!(
+                "Spear runs as root and has no unprivileged uid to run the document parser as: {e}"
+            ))
+        })
 }
 
 fn both(v: u64) -> Rlimit {
