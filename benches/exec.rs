@@ -26,7 +26,8 @@ fn profile(network: bool) -> ExecutionProfile {
     ExecutionProfile::from_granted(CapabilitySet::of(&caps), Vec::new())
 }
 
-/// The runner's own argv for `true`, minus the gates only the runner can open.
+/// The runner's own argv for `true`, minus the gates only the runner can open and the seccomp
+/// filter's descriptor (bwrap reads it once, from a descriptor only a launch makes).
 fn raw_argv(runner: &CommandRunner) -> Vec<OsString> {
     let cmd: Vec<OsString> = vec!["/bin/bash".into(), "-c".into(), "true".into()];
     let spec = runner.build_spec(&profile(false), cmd).expect("spec");
@@ -34,7 +35,7 @@ fn raw_argv(runner: &CommandRunner) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut it = argv.into_iter();
     while let Some(a) = it.next() {
-        if a == "--info-fd" || a == "--userns-block-fd" || a == "--block-fd" {
+        if a == "--info-fd" || a == "--userns-block-fd" || a == "--block-fd" || a == "--seccomp" {
             it.next();
             continue;
         }
