@@ -68,6 +68,8 @@ pub struct App {
     pub scroll: usize,
     pub focused_cell: Option<usize>,
     pub quit_armed: Option<Instant>,
+    /// When Shift+Tab was pressed in ASK: a second press within [`QUIT_WINDOW`] enters AUTO.
+    pub auto_armed: Option<Instant>,
     pub quit: bool,
     /// `!COMMAND` results the model is told with the next prompt.
     pub pending_context: Vec<String>,
@@ -99,6 +101,7 @@ impl App {
             scroll: 0,
             focused_cell: None,
             quit_armed: None,
+            auto_armed: None,
             quit: false,
             pending_context: Vec::new(),
             previews: HashMap::new(),
@@ -153,13 +156,18 @@ impl App {
                 // Terminals send a pasted line break as CR (xterm, tmux); the composer splits
                 // lines on LF only, so every break is made an LF before it is inserted.
                 let text = text.replace("\r\n", "\n").replace('\r', "\n");
-                if let Some(c) = &mut self.confirm {
-                    if let Some(m) = &mut c.message {
-                        m.push_str(&text);
+                match self.confirm.as_mut().map(|c| &mut c.message) {
+                    // Only the text of a denial's message takes a paste: a paste never
+                    // answers a question the person may not have seen.
+                    Some(Some(m)) => m.push_str(&text.replace('\n', " ")),
+                    Some(None) => self.notice(
+                        NoticeKind::Warning,
+                        "the paste was not used: a question is open; answer it first",
+                    ),
+                    None => {
+                        self.focus = Focus::Composer;
+                        self.composer.insert_str(&text);
                     }
-                } else {
-                    self.focus = Focus::Composer;
-                    self.composer.insert_str(&text);
                 }
                 self.dirty = true;
             }

@@ -88,7 +88,7 @@ impl App {
             Focus::Composer => COMPOSER_KEYS.to_vec(),
         };
         if self.busy() {
-            h.insert(0, ("Esc", "cancel turn"));
+            h.insert(0, ("Esc/Ctrl+C", "cancel turn"));
         }
         if self.quit_armed.is_some() {
             h.insert(0, ("Ctrl+C", "again to quit"));
@@ -99,6 +99,13 @@ impl App {
     pub(crate) fn key(&mut self, key: KeyEvent, at: Instant, fx: &mut Vec<Effect>) {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
+            // A running turn is stopped first, as Esc does (its open question goes with it);
+            // only an idle screen quits, on a second press.
+            if self.busy() {
+                self.quit_armed = None;
+                fx.push(Effect::Cancel);
+                return self.notice(NoticeKind::Info, "cancelling the turn…");
+            }
             if self
                 .quit_armed
                 .is_some_and(|t| at.saturating_duration_since(t) <= QUIT_WINDOW)
@@ -130,14 +137,7 @@ impl App {
         }
         match key.code {
             KeyCode::F(2) => return self.open_audit(fx),
-            KeyCode::BackTab => {
-                let next = match self.status.mode {
-                    ExecutionMode::Safe => ExecutionMode::Ask,
-                    ExecutionMode::Ask => ExecutionMode::Auto,
-                    ExecutionMode::Auto => ExecutionMode::Safe,
-                };
-                return self.set_mode(next, fx);
-            }
+            KeyCode::BackTab => return self.cycle_mode(at, fx),
             KeyCode::Esc if self.busy() => {
                 fx.push(Effect::Cancel);
                 return self.notice(NoticeKind::Info, "cancelling the turn…");
@@ -154,6 +154,29 @@ impl App {
             },
             Focus::Conversation => self.conversation_key(key, fx),
             Focus::Composer => self.composer_key(key, fx),
+        }
+    }
+
+    /// Shift+Tab: SAFE to ASK and AUTO to SAFE on one press; ASK to AUTO, which drops every
+    /// question, only on a second press within [`QUIT_WINDOW`] (or `/mode auto`), so a stray
+    /// key never does it.
+    fn cycle_mode(&mut self, at: Instant, fx: &mut Vec<Effect>) {
+        let armed = self
+            .auto_armed
+            .take()
+            .is_some_and(|t| at.saturating_duration_since(t) <= QUIT_WINDOW);
+        match self.status.mode {
+            ExecutionMode::Safe => self.set_mode(ExecutionMode::Ask, fx),
+            ExecutionMode::Auto => self.set_mode(ExecutionMode::Safe, fx),
+            ExecutionMode::Ask if armed => self.set_mode(ExecutionMode::Auto, fx),
+            ExecutionMode::Ask => {
+                self.auto_armed = Some(at);
+                self.notice(
+                    NoticeKind::Warning,
+                    "Shift+Tab again within 2 s enters AUTO, where commands and writes run \
+                     without asking (or type /mode auto)",
+                );
+            }
         }
     }
 
@@ -226,6 +249,10 @@ impl App {
                 self.composer.insert_newline()
             }
             KeyCode::Char('j') if ctrl => self.composer.insert_newline(),
+            // Readline's kill-line (tui-textarea's default is undo).
+            KeyCode::Char('u') if ctrl => {
+                self.composer.delete_line_by_head();
+            }
             KeyCode::Enter => {
                 self.composer = composer();
                 self.history_pos = None;

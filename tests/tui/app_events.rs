@@ -68,6 +68,18 @@ fn a_paste_is_inserted_whole_not_sent_line_by_line() {
 }
 
 #[test]
+fn ctrl_u_kills_to_the_start_of_the_line() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "keep", t0);
+    press(&mut app, ctrl('j'), t0);
+    type_text(&mut app, "drop this", t0);
+    press(&mut app, ctrl('u'), t0);
+    type_text(&mut app, "new", t0);
+    assert_eq!(composer_text(&app), "keep\nnew");
+}
+
+#[test]
 fn bang_runs_a_command_through_the_router_and_its_result_reaches_the_next_prompt() {
     let t0 = Instant::now();
     let mut app = app(t0);
@@ -120,6 +132,32 @@ fn slash_commands_and_shift_tab_change_the_mode() {
         vec![Effect::Mode(ExecutionMode::Safe)]
     );
     assert_eq!(app.status.mode, ExecutionMode::Safe);
+    // SAFE to ASK on one press; ASK to AUTO only on a second press within 2 s.
+    assert_eq!(
+        press(&mut app, key(KeyCode::BackTab), t0),
+        vec![Effect::Mode(ExecutionMode::Ask)]
+    );
+    assert!(press(&mut app, key(KeyCode::BackTab), ms(t0, 100)).is_empty());
+    assert_eq!(
+        app.status.mode,
+        ExecutionMode::Ask,
+        "one key never enters AUTO"
+    );
+    assert!(
+        render(&app, 100, 30).contains("Shift+Tab again within 2 s"),
+        "{}",
+        render(&app, 100, 30)
+    );
+    // Too late: the second press only arms again.
+    assert!(press(&mut app, key(KeyCode::BackTab), ms(t0, 2500)).is_empty());
+    assert_eq!(
+        press(&mut app, key(KeyCode::BackTab), ms(t0, 3000)),
+        vec![Effect::Mode(ExecutionMode::Auto)]
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::BackTab), ms(t0, 3100)),
+        vec![Effect::Mode(ExecutionMode::Safe)]
+    );
     // The session says from when the change applies; the screen says it too.
     app.update(Event::Session(SessionEvent::Applied {
         change: Change::Mode(ExecutionMode::Safe),
@@ -158,6 +196,17 @@ fn esc_cancels_a_running_turn_and_ctrl_c_twice_quits() {
     assert!(!app.busy());
     assert!(press(&mut app, ctrl('c'), t0).is_empty());
     assert_eq!(press(&mut app, ctrl('c'), ms(t0, 500)), vec![Effect::Quit]);
+    // During a turn Ctrl+C stops the turn, as Esc does, and never quits: not on a second
+    // press either.
+    let mut app = app_with("dark", true, t0);
+    type_text(&mut app, "go", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(press(&mut app, ctrl('c'), t0), vec![Effect::Cancel]);
+    assert_eq!(
+        press(&mut app, ctrl('c'), ms(t0, 100)),
+        vec![Effect::Cancel]
+    );
+    assert!(!app.quit);
     // Two presses far apart do not quit.
     let mut app = app_with("dark", true, t0);
     press(&mut app, ctrl('c'), t0);
@@ -212,6 +261,33 @@ fn keys_before_or_just_after_the_dialog_opens_do_not_answer_it() {
     );
     assert!(app.confirm.is_none());
     assert_eq!(composer_text(&app), "y");
+}
+
+/// A paste never answers a question: with a dialog open it goes nowhere (the composer keeps
+/// what it had) and nothing is decided; only a denial's message, once opened with `m`, takes
+/// one, its line breaks as spaces.
+#[test]
+fn a_paste_never_reaches_an_open_question() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        approval("c1", "make", "SHELL_COMPLEX", &[], false),
+    );
+    let fx = app.update(Event::Paste("y\ry\n".into()));
+    assert!(fx.is_empty(), "{fx:?}");
+    assert!(app.confirm.is_some());
+    assert_eq!(composer_text(&app), "");
+    assert!(render(&app, 100, 30).contains("the paste was not used"));
+    press(&mut app, key(KeyCode::Char('m')), ms(t0, 1000));
+    app.update(Event::Paste("use\rcargo".into()));
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), ms(t0, 1000)),
+        vec![Effect::Answer {
+            request_id: request_id("c1"),
+            decision: ApprovalDecision::Deny(Some("use cargo".into()))
+        }]
+    );
 }
 
 #[test]
