@@ -290,6 +290,33 @@ fn a_paste_never_reaches_an_open_question() {
     );
 }
 
+/// A person still typing when the question opens answers nothing: every key within the grace
+/// period starts it again, and only a key after a quiet 300 ms is taken. Once one is taken, a
+/// denial's message is typed at any speed.
+#[test]
+fn a_dialog_waits_until_the_person_stops_typing() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        approval("c1", "make", "SHELL_COMPLEX", &[], false),
+    );
+    for i in 1..=10 {
+        let fx = press(&mut app, key(KeyCode::Char('y')), ms(t0, i * 200));
+        assert!(fx.is_empty(), "key {i} answered: {fx:?}");
+    }
+    assert!(app.confirm.is_some());
+    assert!(press(&mut app, key(KeyCode::Char('m')), ms(t0, 2000 + 301)).is_empty());
+    type_text(&mut app, "no", ms(t0, 2302));
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), ms(t0, 2303)),
+        vec![Effect::Answer {
+            request_id: request_id("c1"),
+            decision: ApprovalDecision::Deny(Some("no".into()))
+        }]
+    );
+}
+
 #[test]
 fn n_denies_m_denies_with_a_message_and_s_answers_allow_for_session() {
     let t0 = Instant::now();

@@ -2,8 +2,9 @@
 //! one decision naming that id; the app delivers it to the TaskController. It shows the tool, the whole command
 //! wrapped (scrollable, never cut), the class with every reason, what it needs, the paths it
 //! writes, the working directory, and for write_file/patch the diff of what will be written.
-//! Invariant: a key that arrives within `GUARD` of the dialog opening answers nothing, so keys
-//! typed for the composer cannot approve a call the person has not seen.
+//! Invariant: no key answers until the person has not typed for `GUARD` since the dialog opened
+//! (every key in that time starts the wait again), so keys typed for the composer, however long
+//! the person goes on typing, cannot approve a call they have not seen.
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,8 @@ use crate::tui::diff::FileDiff;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{diff_lines, wrap};
 
-/// Keys this soon after the dialog opened are ignored.
+/// Keys this soon after the dialog opened, or after the previous key while it waits, are
+/// ignored.
 pub const GUARD: Duration = Duration::from_millis(300);
 
 /// What the dialog asks about (the `approval_requested` event, plus what the app knows).
@@ -53,6 +55,9 @@ pub struct Decided {
 pub struct Confirm {
     pub view: ApprovalView,
     pub opened: Instant,
+    /// Until a key has been taken: when the wait for a quiet `GUARD` last started (the opening,
+    /// then each ignored key).
+    quiet_since: Option<Instant>,
     pub scroll: u16,
     /// `m` was pressed: the message being typed.
     pub message: Option<String>,
@@ -63,6 +68,7 @@ impl Confirm {
         Confirm {
             view,
             opened: now,
+            quiet_since: Some(now),
             scroll: 0,
             message: None,
         }
@@ -70,8 +76,12 @@ impl Confirm {
 
     /// Handle a key that arrived `at`. `Some` is the decision.
     pub fn key(&mut self, key: KeyEvent, at: Instant) -> Option<Decided> {
-        if at.saturating_duration_since(self.opened) < GUARD {
-            return None;
+        if let Some(since) = self.quiet_since {
+            if at.saturating_duration_since(since) < GUARD {
+                self.quiet_since = Some(since.max(at));
+                return None;
+            }
+            self.quiet_since = None;
         }
         let decided = |decision| {
             Some(Decided {
