@@ -25,6 +25,15 @@ struct Cli {
     /// Engage the standard NAME from the first request (see `spear standard list`).
     #[arg(long, value_name = "NAME")]
     standard: Option<String>,
+    /// The model to ask (overrides SPEAR_MODEL and the config), as `spear run --model`.
+    #[arg(long, value_name = "NAME")]
+    model: Option<String>,
+    /// The configured provider to use (overrides `default_provider`).
+    #[arg(long, value_name = "NAME")]
+    provider: Option<String>,
+    /// Let commands that need the network have it from the start (as `/network on`).
+    #[arg(long)]
+    network: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -73,13 +82,30 @@ fn main() -> ExitCode {
             let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
-        None => cli::no_subcommand(cli.workspace, cli.mode, cli.resume, cli.standard),
+        None => cli::no_subcommand(cli::ScreenArgs {
+            workspace: cli.workspace,
+            mode: cli.mode,
+            resume: cli.resume,
+            standard: cli.standard,
+            model: cli.model,
+            provider: cli.provider,
+            network: cli.network,
+        }),
     };
     match outcome {
         Ok(code) => code,
         Err(err) => {
             eprintln!("spear: {err:#}");
-            ExitCode::from(1)
+            // Where Spear was started is the person's to change: a usage error.
+            let misplaced = err
+                .downcast_ref::<spear::agent::builder::BuildError>()
+                .is_some_and(|e| {
+                    matches!(
+                        e,
+                        spear::agent::builder::BuildError::StateInsideWorkspace { .. }
+                    )
+                });
+            ExitCode::from(if misplaced { 2 } else { 1 })
         }
     }
 }

@@ -48,10 +48,14 @@ pub enum BuildError {
     #[error("cannot find a state directory for the audit log: {0}")]
     StateHome(#[source] AuditError),
     #[error(
-        "the state directory {0} is inside the workspace, where a sandboxed command could edit \
-         the audit log; point XDG_STATE_HOME elsewhere"
+        "Spear keeps its state (the audit log, results and sessions) in {}, which is inside \
+         the workspace {}, where a sandboxed command could rewrite it. Start Spear in a \
+         project directory or give --workspace DIR, or set XDG_STATE_HOME to a directory \
+         outside the workspace",
+        state.display(),
+        workspace.display()
     )]
-    StateInsideWorkspace(PathBuf),
+    StateInsideWorkspace { state: PathBuf, workspace: PathBuf },
     #[error("cannot open the audit log; nothing was run: {0}")]
     Audit(#[source] AuditError),
     #[error("cannot open the result store: {0}")]
@@ -85,7 +89,16 @@ impl Place {
                 source,
             })?;
         let state = default_state_home().map_err(BuildError::StateHome)?;
-        Ok(Place::of(ws, cwd, state))
+        let place = Place::of(ws, cwd, state);
+        // Said once, before anything is opened in it (started in $HOME, every store would
+        // refuse in turn).
+        if state_inside(&place.state, &place.root) {
+            return Err(BuildError::StateInsideWorkspace {
+                state: place.state,
+                workspace: place.root,
+            });
+        }
+        Ok(place)
     }
 
     /// A place from its parts (tests give a temporary state directory).
@@ -111,11 +124,27 @@ pub fn default_workspace(cwd: &Path) -> PathBuf {
 /// The audit log for the workspace at `root`, under `state`. It must lie outside the workspace:
 /// a sandboxed command gets the workspace and could otherwise rewrite its own record.
 pub fn open_audit(state: &Path, root: &Path) -> Result<AuditLogger, BuildError> {
-    let real = state.canonicalize().unwrap_or_else(|_| state.to_path_buf());
-    if real.starts_with(root) {
-        return Err(BuildError::StateInsideWorkspace(state.to_path_buf()));
+    if state_inside(state, root) {
+        return Err(BuildError::StateInsideWorkspace {
+            state: state.to_path_buf(),
+            workspace: root.to_path_buf(),
+        });
     }
     AuditLogger::open_in(state, root).map_err(BuildError::Audit)
+}
+
+/// Whether `state` lies inside the workspace `root` (canonical), judged on its nearest existing
+/// ancestor resolved (the state directory may not exist yet) and the rest as written.
+fn state_inside(state: &Path, root: &Path) -> bool {
+    let resolved = state
+        .ancestors()
+        .find_map(|a| {
+            let real = a.canonicalize().ok()?;
+            let rest = state.strip_prefix(a).ok()?;
+            Some(real.join(rest))
+        })
+        .unwrap_or_else(|| state.to_path_buf());
+    resolved.starts_with(root)
 }
 
 /// The runner's configuration for `root` with the file's `[sandbox]`, `[limits]` and

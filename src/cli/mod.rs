@@ -27,16 +27,8 @@ pub fn default_workspace() -> anyhow::Result<PathBuf> {
 }
 
 /// `spear` with no subcommand: the full-screen session on the workspace.
-pub fn no_subcommand(
-    workspace: Option<PathBuf>,
-    mode: Option<spear::harness::primitives::ExecutionMode>,
-    resume: Option<String>,
-    standard: Option<String>,
-) -> anyhow::Result<ExitCode> {
-    tui::run(tui::TuiArgs {
-        workspace,
-        mode,
-        resume,
-        standard,
-    })
+pub fn no_subcommand(args: ScreenArgs) -> anyhow::Result<ExitCode> {
+    tui::run(args)
 }
+
+pub use tui::TuiArgs as ScreenArgs;

@@ -1,4 +1,5 @@
-//! `spear [--workspace DIR] [--mode M] [--resume [ID]]`: the full-screen session. Wires what
+//! `spear [--workspace DIR] [--mode M] [--resume [ID]] [--model M] [--provider P] [--network]`:
+//! the full-screen session. Wires what
 //! `spear run` wires (settings, model, place, sessions, the audited router) and hands it to
 //! `spear::tui::run`; with no model configured the screen still opens, saying how to connect
 //! one. Invariant: nothing is printed until the terminal has been restored.
@@ -32,6 +33,10 @@ pub struct TuiArgs {
     pub resume: Option<String>,
     /// `--standard NAME`: engaged from the first request.
     pub standard: Option<String>,
+    /// `--model`, `--provider`, `--network`: as `spear run` takes them.
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    pub network: bool,
 }
 
 pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -42,7 +47,9 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let path = config::default_path()?;
     let flags = Flags {
         mode: args.mode,
-        ..Flags::default()
+        model: args.model.clone(),
+        provider: args.provider.clone(),
+        network: args.network,
     };
     let (settings, no_model) = match config::load(&path, &Env::Process, &flags) {
         Ok(s) => (Some(s), None),
@@ -59,7 +66,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let mode = settings
         .as_ref()
         .map_or(args.mode.unwrap_or(ExecutionMode::Ask), |s| s.mode);
-    let network = settings.as_ref().is_some_and(|s| s.network);
+    let network = settings.as_ref().map_or(args.network, |s| s.network);
     let harness = match &settings {
         Some(s) => s.harness.clone(),
         None => super::common::harness_settings()?,

@@ -606,3 +606,39 @@ fn spear_run_with_a_standard_classifies_and_offers_the_lookups_on_the_wire() {
     );
     assert!(tool_message(&reqs[1].body, "call_std").contains("close within 30 seconds"));
 }
+
+/// Issue 21: started where the state directory would lie inside the workspace (in `$HOME`, with
+/// no XDG_STATE_HOME), Spear says so once, with the fix, and exits 2: the screen, `spear run`
+/// and `spear sessions` alike. Nothing is created in the state directory.
+#[test]
+fn started_in_home_spear_says_once_where_its_state_would_lie_and_exits_2() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path().canonicalize().unwrap();
+    for args in [&["sessions"][..], &["run", "hello"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_spear"))
+            .args(args)
+            .current_dir(&home)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("SPEAR_BASE_URL", "http://127.0.0.1:9/v1")
+            .env("SPEAR_MODEL", "m")
+            .env("SPEAR_API_KEY", "sk-test")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("inside the workspace").count(),
+            1,
+            "{args:?}: said once: {stderr}"
+        );
+        assert!(stderr.contains("XDG_STATE_HOME"), "{stderr}");
+        assert!(
+            !home.join(".local/state/spear").exists(),
+            "nothing was made in the state directory"
+        );
+    }
+}

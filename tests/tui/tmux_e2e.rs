@@ -132,8 +132,19 @@ fn ask_approve_audit_deny_and_quit_through_tmux() {
         Reply::sse("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"pondering\"}}]}\n\n")
             .ending(StreamEnd::Hang(Duration::from_millis(200))),
     ]);
-    let tmux = Tmux::spear("spear-e2e", &base, &project, &server, "--mode ask");
-    tmux.wait_for("Ask Spear");
+    // The screen takes `spear run`'s `--network` and `--model` (issue 21).
+    let tmux = Tmux::spear(
+        "spear-e2e",
+        &base,
+        &project,
+        &server,
+        "--mode ask --network --model mock-model",
+    );
+    let start = tmux.wait_for("Ask Spear");
+    assert!(
+        start.contains("net on") && start.contains("mock-model"),
+        "{start}"
+    );
     tmux.type_text("change world to Spear");
     tmux.keys(&["Enter"]);
     let dialog = tmux.wait_for("Spear asks");
