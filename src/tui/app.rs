@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use ratatui_textarea::TextArea;
 
+use crate::agent::event::AgentEvent;
 use crate::agent::session::{AppliesFrom, Change, OpKind, SessionEvent};
 use crate::harness::primitives::ExecutionMode;
 use crate::tui::audit::AuditView;
@@ -71,6 +72,9 @@ pub struct App {
     /// When Shift+Tab was pressed in ASK: a second press within [`QUIT_WINDOW`] enters AUTO.
     pub auto_armed: Option<Instant>,
     pub quit: bool,
+    /// What the person sent while a turn ran: sent when it ends (Up in an empty composer takes
+    /// it back to edit; Esc ends the turn sooner).
+    pub queued: Option<String>,
     /// `!COMMAND` results the model is told with the next prompt.
     pub pending_context: Vec<String>,
     pub previews: HashMap<String, FileDiff>,
@@ -103,6 +107,7 @@ impl App {
             quit_armed: None,
             auto_armed: None,
             quit: false,
+            queued: None,
             pending_context: Vec::new(),
             previews: HashMap::new(),
             cwd: init.cwd,
@@ -179,7 +184,13 @@ impl App {
                 self.size = (w, h);
                 self.dirty = true;
             }
-            Event::Agent(e) => self.agent(e),
+            Event::Agent(e) => {
+                let ended = matches!(e, AgentEvent::Done { .. });
+                self.agent(e);
+                if ended && let Some(q) = self.queued.take() {
+                    self.send(&q, &mut fx);
+                }
+            }
             Event::Preview { call_id, diff } => self.preview(call_id, diff),
             Event::Sandbox(h) => {
                 self.status.sandbox = h;

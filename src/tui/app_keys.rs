@@ -268,6 +268,10 @@ impl App {
                     self.focused_cell = self.cells.len().checked_sub(1);
                 }
             },
+            KeyCode::Up if text.is_empty() && self.queued.is_some() => {
+                let q = self.queued.take().unwrap_or_default();
+                self.composer.insert_str(q);
+            }
             KeyCode::Up if self.composer.cursor().0 == 0 && !self.history.is_empty() => {
                 let i = self
                     .history_pos
@@ -316,10 +320,13 @@ impl App {
         }
         self.scroll = 0;
         match input {
-            Input::Prompt(_) | Input::Command(_) if self.busy() => self.notice(
-                NoticeKind::Warning,
-                "a turn is running: wait for it, or Esc to cancel it",
-            ),
+            // Kept, not dropped: sent when the turn ends.
+            Input::Prompt(_) | Input::Command(_) if self.busy() => {
+                self.queued = Some(match self.queued.take() {
+                    Some(q) => format!("{q}\n{text}"),
+                    None => text.to_string(),
+                });
+            }
             Input::Prompt(p) if !self.has_model => {
                 self.cells.push(CellKind::User(p));
                 self.notice(NoticeKind::Warning, CONNECT_HELP);

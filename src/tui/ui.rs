@@ -65,10 +65,13 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
     }
     let text = app.composer.lines().join("\n");
     let completions = commands::complete(&text);
-    let title = if completions.is_empty() {
-        String::new()
-    } else {
-        format!(" Tab: {} ", completions.join("  "))
+    let title = match (&app.queued, completions.is_empty()) {
+        (_, false) => format!(" Tab: {} ", completions.join("  ")),
+        (Some(q), true) => {
+            let first: String = q.lines().next().unwrap_or("").chars().take(40).collect();
+            format!(" queued, sent when the turn ends: {first}… (↑ edits) ")
+        }
+        (None, true) => String::new(),
     };
     let border = if app.focus == Focus::Composer {
         t.fg(t.mode_color(app.status.mode))

@@ -38,6 +38,49 @@ fn enter_sends_and_shift_enter_or_ctrl_j_insert_a_newline() {
     assert!(app.busy());
 }
 
+/// Text sent while a turn runs is kept, shown as queued, takes Up back into the box to edit,
+/// and is sent when the turn ends (a dialog opening meanwhile does not take it).
+#[test]
+fn a_message_sent_during_a_turn_is_queued_and_sent_when_it_ends() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "first", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    assert!(app.busy());
+    type_text(&mut app, "second", t0);
+    assert!(press(&mut app, key(KeyCode::Enter), t0).is_empty());
+    assert_eq!(app.queued.as_deref(), Some("second"));
+    assert!(
+        render(&app, 100, 30).contains("queued, sent when the turn ends: second"),
+        "{}",
+        render(&app, 100, 30)
+    );
+    // Up in the empty box takes it back; edited and queued again.
+    press(&mut app, key(KeyCode::Up), t0);
+    assert_eq!(composer_text(&app), "second");
+    assert!(app.queued.is_none());
+    type_text(&mut app, " edited", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    // A question opening mid-word does not take what is typed for the queue.
+    type_text(&mut app, "thi", t0);
+    agent(
+        &mut app,
+        approval("c1", "make", "SHELL_COMPLEX", &[], false),
+    );
+    type_text(&mut app, "rd", ms(t0, 50));
+    assert!(app.confirm.is_some(), "the typing answered nothing");
+    let fx = press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000));
+    assert!(matches!(fx[..], [Effect::Answer { .. }]), "{fx:?}");
+    let fx = app.update(Event::Agent(AgentEvent::Done {
+        reason: StopReason::Finished,
+        tool_calls: 1,
+        message: None,
+    }));
+    assert_eq!(fx, vec![Effect::Submit("second edited".into())]);
+    assert!(app.busy() && app.queued.is_none());
+    assert_eq!(composer_text(&app), "thi");
+}
+
 #[test]
 fn up_and_down_recall_earlier_prompts() {
     let t0 = Instant::now();
