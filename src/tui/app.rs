@@ -72,6 +72,9 @@ pub struct App {
     /// When Shift+Tab was pressed in ASK: a second press within [`QUIT_WINDOW`] enters AUTO.
     pub auto_armed: Option<Instant>,
     pub quit: bool,
+    /// Whether the terminal said Spear's window has the focus (`None`: it never said, which
+    /// counts as not focused, so the bell rings).
+    pub window_focused: Option<bool>,
     /// What the person sent while a turn ran: sent when it ends (Up in an empty composer takes
     /// it back to edit; Esc ends the turn sooner).
     pub queued: Option<String>,
@@ -108,6 +111,7 @@ impl App {
             auto_armed: None,
             quit: false,
             queued: None,
+            window_focused: None,
             pending_context: Vec::new(),
             previews: HashMap::new(),
             cwd: init.cwd,
@@ -186,11 +190,19 @@ impl App {
             }
             Event::Agent(e) => {
                 let ended = matches!(e, AgentEvent::Done { .. });
+                let asking = self.confirm.is_some();
                 self.agent(e);
+                // Called back when a question opens or a turn ends, unless the person is
+                // known to be looking.
+                let opened = !asking && self.confirm.is_some();
+                if (opened || ended) && self.window_focused != Some(true) {
+                    fx.push(Effect::Bell);
+                }
                 if ended && let Some(q) = self.queued.take() {
                     self.send(&q, &mut fx);
                 }
             }
+            Event::Focus(focused) => self.window_focused = Some(focused),
             Event::Preview { call_id, diff } => self.preview(call_id, diff),
             Event::Sandbox(h) => {
                 self.status.sandbox = h;

@@ -80,6 +80,10 @@ impl Driver {
                 crate::tui::terminal::copy_osc52(&text);
                 return true;
             }
+            Effect::Bell => {
+                crate::tui::terminal::bell();
+                return true;
+            }
         };
         self.op(op);
         true

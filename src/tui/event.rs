@@ -32,6 +32,8 @@ pub enum Event {
     Scroll(i32),
     /// The terminal's new size (columns, rows).
     Resize(u16, u16),
+    /// The terminal reported that Spear's window gained (`true`) or lost the focus.
+    Focus(bool),
     Agent(AgentEvent),
     /// The diff a write_file/patch/delete_file call will make, from the tool's own preview.
     Preview {
@@ -110,4 +112,7 @@ pub enum Effect {
     AuditOlder,
     /// Copy to the terminal's clipboard (OSC 52).
     Copy(String),
+    /// Call the person back: the terminal's bell (a question opened, or a turn ended, while
+    /// Spear's window may not have the focus).
+    Bell,
 }

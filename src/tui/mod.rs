@@ -105,6 +105,8 @@ fn translate(e: TermEvent, now: Instant) -> Option<Event> {
             _ => None,
         },
         TermEvent::Resize(w, h) => Some(Event::Resize(w, h)),
+        TermEvent::FocusGained => Some(Event::Focus(true)),
+        TermEvent::FocusLost => Some(Event::Focus(false)),
         _ => None,
     }
 }

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
-    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+    DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
+    EnableFocusChange, EnableMouseCapture,
 };
 use crossterm::execute;
 use crossterm::terminal::{
@@ -34,7 +35,8 @@ impl TerminalGuard {
             stdout(),
             EnterAlternateScreen,
             EnableBracketedPaste,
-            EnableMouseCapture
+            EnableMouseCapture,
+            EnableFocusChange
         )?;
         let term = Terminal::new(CrosstermBackend::new(stdout()))?;
         Ok((guard, term))
@@ -52,6 +54,7 @@ pub fn restore() {
     if ENTERED.swap(false, Ordering::SeqCst) {
         let _ = execute!(
             stdout(),
+            DisableFocusChange,
             DisableMouseCapture,
             DisableBracketedPaste,
             LeaveAlternateScreen,
@@ -72,6 +75,14 @@ fn install_panic_hook() {
         restore();
         previous(info);
     }));
+}
+
+/// The terminal's bell (BEL), which terminals and tmux turn into a sound, an urgency hint or
+/// a marked window. Fixed bytes: nothing the model wrote is ever sent with it.
+pub fn bell() {
+    let mut out = stdout();
+    let _ = out.write_all(b"\x07");
+    let _ = out.flush();
 }
 
 /// Copy `text` to the terminal's clipboard with OSC 52 (works over ssh and in tmux with

@@ -76,9 +76,48 @@ fn a_message_sent_during_a_turn_is_queued_and_sent_when_it_ends() {
         tool_calls: 1,
         message: None,
     }));
-    assert_eq!(fx, vec![Effect::Submit("second edited".into())]);
+    assert_eq!(
+        fx,
+        vec![Effect::Bell, Effect::Submit("second edited".into())]
+    );
     assert!(app.busy() && app.queued.is_none());
     assert_eq!(composer_text(&app), "thi");
+}
+
+/// The bell calls the person back when a question opens or a turn ends, unless the terminal
+/// said Spear's window has the focus (a terminal that never says counts as unfocused).
+#[test]
+fn the_bell_rings_for_a_question_or_a_finished_turn_unless_the_window_has_focus() {
+    let t0 = Instant::now();
+    let done = || {
+        Event::Agent(AgentEvent::Done {
+            reason: StopReason::Finished,
+            tool_calls: 0,
+            message: None,
+        })
+    };
+    for (focus, rings) in [(None, true), (Some(false), true), (Some(true), false)] {
+        let mut app = app(t0);
+        if let Some(f) = focus {
+            app.update(Event::Focus(f));
+        }
+        type_text(&mut app, "go", t0);
+        press(&mut app, key(KeyCode::Enter), t0);
+        let fx = app.update(Event::Agent(approval(
+            "c1",
+            "make",
+            "SHELL_COMPLEX",
+            &[],
+            false,
+        )));
+        assert_eq!(fx.contains(&Effect::Bell), rings, "{focus:?}: {fx:?}");
+        // Not again for the same question.
+        let fx = app.update(Event::Agent(AgentEvent::TextDelta { text: "x".into() }));
+        assert!(!fx.contains(&Effect::Bell), "{fx:?}");
+        press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000));
+        let fx = app.update(done());
+        assert_eq!(fx.contains(&Effect::Bell), rings, "{focus:?}: {fx:?}");
+    }
 }
 
 #[test]
