@@ -118,6 +118,8 @@ impl Invocation {
         let mut operands: Vec<(usize, &Word)> = Vec::new();
         // Where the first option that supplies the program stood.
         let mut first_program_option: Option<usize> = None;
+        // A long option stood before the first operand (see below).
+        let mut long_option_seen = false;
         let mut i = 0;
         let mut options_done = false;
         while i < args.len() {
@@ -135,6 +137,9 @@ impl Invocation {
             if v == "--" {
                 options_done = true;
                 continue;
+            }
+            if v.starts_with("--") && operands.is_empty() {
+                long_option_seen = true;
             }
             // The option's full name and its attached value.
             let (name, attached): (String, Option<String>) =
@@ -224,13 +229,19 @@ impl Invocation {
         // Without a program option, the first operand is the program. With one, it still is
         // for gawk and mawk when it stands before that option: they stop reading options at
         // the first operand, so the later `-e` is a file name to them, and a program to an awk
-        // that reads options everywhere. Both are judged.
+        // that reads options everywhere. Both are judged. mawk knows no long option: after
+        // some (`--posix --source=P prog`) it warns, goes on, and runs the first operand as
+        // its program, which gawk reads as a file; so after any long option the first operand
+        // is judged as a program too (and still as a file name).
         let mut data = operands.iter();
-        if let Some((at, w)) = operands.first()
-            && first_program_option.is_none_or(|p| *at < p)
-        {
-            data.next();
-            inv.programs.insert(0, w.value.clone());
+        if let Some((at, w)) = operands.first() {
+            let before_program_option = first_program_option.is_none_or(|p| *at < p);
+            if before_program_option || long_option_seen {
+                inv.programs.insert(0, w.value.clone());
+            }
+            if before_program_option {
+                data.next();
+            }
         }
         for (_, w) in data {
             if network_name(&w.value) {

@@ -241,12 +241,26 @@ fn every_program_on_the_command_line_is_found() {
     let read = |v: &[&str]| Invocation::read(&words(v));
     assert_eq!(read(&["{print}", "f"]).programs, ["{print}"]);
     assert_eq!(read(&["-F:", "{print}", "f"]).programs, ["{print}"]);
-    assert_eq!(read(&["-e", "A", "--source=B", "f"]).programs, ["A", "B"]);
+    // (A long option before the first operand makes it a program too: mawk, below.)
+    assert_eq!(
+        read(&["-e", "A", "--source=B", "f"]).programs,
+        ["f", "A", "B"]
+    );
+    assert_eq!(read(&["-e", "A", "-e", "B", "f"]).programs, ["A", "B"]);
     // An operand before `-e` is the program to gawk and mawk; `-e`'s value to others.
     assert_eq!(read(&["A", "-e", "B"]).programs, ["A", "B"]);
     assert_eq!(read(&["-e", "A", "f", "-e", "B"]).programs, ["A", "B"]);
     assert_eq!(read(&["--", "A", "f"]).programs, ["A"]);
     assert_eq!(read(&["--so", "A"]).programs, ["A"]);
+    // mawk knows no long option and, after some, runs the first operand as its program:
+    // with a long option before it, the first operand is judged as a program too.
+    assert_eq!(
+        read(&["--posix", "--source=A", "B", "f"]).programs,
+        ["B", "A"]
+    );
+    assert_eq!(read(&["--source", "A", "f"]).programs, ["f", "A"]);
+    // A short `-e` alone is refused by mawk: its operand stays a file.
+    assert_eq!(read(&["-e", "A", "f"]).programs, ["A"]);
     let f = read(&["-f", "prog.awk", "data"]);
     assert!(f.programs.is_empty());
     assert!(!f.findings.is_empty());
