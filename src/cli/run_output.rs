@@ -192,11 +192,7 @@ fn status_target(arguments: &serde_json::Value) -> String {
 }
 
 fn tool_line(env: &ToolResultEnvelope, target: &str) -> String {
-    let mark = if env.status == ToolStatus::Ok {
-        "✓"
-    } else {
-        "✗"
-    };
+    let mark = if env.succeeded() { "✓" } else { "✗" };
     let mut line = format!("  {mark} {} {target} [{}]", env.tool, env.status);
     if let Some(code) = env.exit_code.filter(|c| *c != 0) {
         line.push_str(&format!(" exit {code}"));
@@ -232,7 +228,22 @@ fn visible(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{status_target, visible, visible_text};
+    use super::{status_target, tool_line, visible, visible_text};
+    use spear::harness::primitives::{ToolResult, ToolStatus};
+    use spear::tools::envelope::ToolResultEnvelope;
+
+    /// Issue 21: a command that ran and exited non-zero is not marked as a success.
+    #[test]
+    fn a_non_zero_exit_is_marked_as_a_failure() {
+        let mut r = ToolResult::ok("");
+        r.exit_code = Some(3);
+        let env = ToolResultEnvelope::build("c", "terminal", r, None);
+        assert_eq!(env.status, ToolStatus::Ok);
+        let line = tool_line(&env, "false");
+        assert!(line.starts_with("  ✗ terminal false [ok] exit 3"), "{line}");
+        let env = ToolResultEnvelope::build("c", "terminal", ToolResult::ok("x"), None);
+        assert!(tool_line(&env, "true").starts_with("  ✓ "));
+    }
 
     /// Issue 20 item 11: the plain output escapes bidi and invisible format characters, and
     /// keeps the answer's lines and tabs.

@@ -142,6 +142,12 @@ impl ToolResultEnvelope {
         }
     }
 
+    /// Whether the call did what it was asked without complaint: it ran (status Ok) and, for
+    /// a command, exited 0. A person's views mark the call ✓ only then.
+    pub fn succeeded(&self) -> bool {
+        self.status == ToolStatus::Ok && self.exit_code.unwrap_or(0) == 0
+    }
+
     /// The text a model receives for this call.
     pub fn model_text(&self) -> String {
         let mut out = String::new();

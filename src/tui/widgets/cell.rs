@@ -115,9 +115,7 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     let (glyph, gstyle) = match &t.envelope {
         None => ("⠿", theme.accent()),
         Some(_) if refused(t) => ("⊘", theme.danger()),
-        Some(e) if e.status == ToolStatus::Ok && e.exit_code.unwrap_or(0) == 0 => {
-            ("✓", theme.fg(theme.added))
-        }
+        Some(e) if e.succeeded() => ("✓", theme.fg(theme.added)),
         Some(_) => ("✗", theme.danger()),
     };
     let mut spans = vec![
