@@ -76,10 +76,7 @@ impl App {
                 attempt,
                 delay_ms,
                 why,
-            } => self.notice(
-                NoticeKind::Info,
-                format!("retry {attempt} in {delay_ms} ms: {why}"),
-            ),
+            } => self.retry_notice(format!("retry {attempt} in {delay_ms} ms: {why}")),
             AgentEvent::Compacted {
                 how,
                 tokens_before,
@@ -115,6 +112,24 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Retries of one request share one line, in the warning colour: the latest replaces the
+    /// one before it while nothing else came between them.
+    fn retry_notice(&mut self, text: String) {
+        if let Some(last) = self.cells.items.last_mut()
+            && let CellKind::Notice {
+                kind: NoticeKind::Warning,
+                text: shown,
+            } = &mut last.kind
+            && shown.starts_with(RETRY_PREFIX)
+        {
+            *shown = text;
+            last.touch();
+            self.dirty = true;
+            return;
+        }
+        self.notice(NoticeKind::Warning, text);
     }
 
     fn finished(
@@ -162,3 +177,6 @@ impl App {
         }
     }
 }
+
+/// How a retry's line begins (what `retry_notice` recognises).
+const RETRY_PREFIX: &str = "retry ";

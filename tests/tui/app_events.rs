@@ -120,6 +120,28 @@ fn the_bell_rings_for_a_question_or_a_finished_turn_unless_the_window_has_focus(
     }
 }
 
+/// Retries of one request update one line in the warning colour instead of adding a line each.
+#[test]
+fn retries_update_one_line() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    let retry = |n: u32| {
+        Event::Agent(AgentEvent::Retrying {
+            attempt: n,
+            delay_ms: 500,
+            why: "the server answered 503".into(),
+        })
+    };
+    let before = app.cells.len();
+    for n in 1..=3 {
+        app.update(retry(n));
+    }
+    assert_eq!(app.cells.len(), before + 1, "one line for three retries");
+    let screen = render(&app, 100, 30);
+    assert!(screen.contains("retry 3 in 500 ms"), "{screen}");
+    assert!(!screen.contains("retry 1 "), "{screen}");
+}
+
 #[test]
 fn up_and_down_recall_earlier_prompts() {
     let t0 = Instant::now();
