@@ -214,6 +214,13 @@ pub const TABLE: &[Layer] = &[
         may_use: NONE,
         private: &[],
     },
+    Layer {
+        name: "unprivileged uid",
+        holds: &["spear::harness::sandbox::root_uid::choose_for_host"],
+        within: Some("sandbox"),
+        may_use: NONE,
+        private: &[],
+    },
     // ---- harness: composition ---------------------------------------------------------------
     Layer {
         name: "command_runner",
@@ -280,6 +287,10 @@ pub const TABLE: &[Layer] = &[
             (
                 "system view",
                 "the PDF extractor binds a pdftotext outside the sandbox's system view",
+            ),
+            (
+                "unprivileged uid",
+                "a root Spear's document parser runs as the sandbox's unprivileged uid",
             ),
             (
                 "command_runner",
