@@ -155,6 +155,8 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             },
             theme,
             cwd: cwd.display().to_string(),
+            // Asked of the terminal when the screen takes it (`spear::tui::run`).
+            keyboard_enhanced: false,
             no_model,
             warnings,
         },

@@ -45,6 +45,8 @@ pub struct AppInit {
     pub status: StatusInfo,
     pub theme: Theme,
     pub cwd: String,
+    /// The terminal answered the keyboard protocol query: Shift+Enter arrives as itself.
+    pub keyboard_enhanced: bool,
     /// Why no model is configured, when none is.
     pub no_model: Option<String>,
     /// What the launch had to work around (a bad theme name...), shown first.
@@ -83,6 +85,8 @@ pub struct App {
     pub previews: HashMap<String, FileDiff>,
     pub cwd: String,
     pub has_model: bool,
+    /// See [`AppInit::keyboard_enhanced`]: the hints offer Shift+Enter only then.
+    pub keyboard_enhanced: bool,
     pub now: Instant,
     pub size: (u16, u16),
     pub dirty: bool,
@@ -116,6 +120,7 @@ impl App {
             previews: HashMap::new(),
             cwd: init.cwd,
             has_model: init.no_model.is_none(),
+            keyboard_enhanced: init.keyboard_enhanced,
             now,
             size: (80, 24),
             dirty: true,
@@ -225,6 +230,10 @@ impl App {
             }
             Event::Session(e) => self.session_event(e),
             Event::Failed(why) => self.notice(NoticeKind::Error, why),
+            Event::Terminate => {
+                self.quit = true;
+                fx.push(Effect::Quit);
+            }
             Event::Note(what) => self.notice(NoticeKind::Info, what),
             Event::Tick(now) => {
                 self.now = now;

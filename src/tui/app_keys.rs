@@ -85,7 +85,17 @@ impl App {
         let mut h: Vec<(&str, &str)> = match self.focus {
             Focus::Audit => self.audit.hints(),
             Focus::Conversation => conversation_hints(),
-            Focus::Composer => COMPOSER_KEYS.to_vec(),
+            Focus::Composer => {
+                let mut keys = COMPOSER_KEYS.to_vec();
+                // Without the keyboard protocol Shift+Enter arrives as a plain Enter: only Ctrl+J
+                // is offered.
+                if !self.keyboard_enhanced
+                    && let Some(k) = keys.iter_mut().find(|k| k.1 == "newline")
+                {
+                    k.0 = "Ctrl+J";
+                }
+                keys
+            }
         };
         if self.busy() {
             h.insert(0, ("Esc/Ctrl+C", "cancel turn"));

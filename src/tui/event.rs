@@ -48,6 +48,8 @@ pub enum Event {
     Session(SessionEvent),
     /// Something the loop could not do, for the person to read.
     Failed(String),
+    /// SIGTERM or SIGHUP: leave as `/quit` does, so the terminal is given back as it was.
+    Terminate,
     /// Something the loop did, for the person to read.
     Note(String),
     Tick(Instant),

@@ -238,8 +238,27 @@ pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<S
             let _ = tx.send(Event::Sandbox(check.await));
         });
     }
-    let (_guard, mut term) = terminal::TerminalGuard::enter()?;
-    screen.run(&mut term, EventStream::new(), &mut ()).await?;
+    let (_guard, mut term, enhanced) = terminal::TerminalGuard::enter()?;
+    screen.app.keyboard_enhanced = enhanced;
+    // SIGTERM and SIGHUP leave as /quit does: the guard gives the terminal back.
+    let tx = screen.driver.loop_sender();
+    let signals = tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term_signal), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
+            return;
+        };
+        tokio::select! {
+            _ = term_signal.recv() => {}
+            _ = hangup.recv() => {}
+        }
+        let _ = tx.send(Event::Terminate);
+    });
+    let ran = screen.run(&mut term, EventStream::new(), &mut ()).await;
+    signals.abort();
+    ran?;
     tracing::info!("tui leaving");
     Ok(ScreenExit {
         session: screen.driver.session_id.clone(),

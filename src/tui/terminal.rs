@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
-    EnableFocusChange, EnableMouseCapture,
+    EnableFocusChange, EnableMouseCapture, KeyboardEnhancementFlags, PopKeyboardEnhancementFlags,
+    PushKeyboardEnhancementFlags,
 };
 use crossterm::execute;
 use crossterm::terminal::{
@@ -26,20 +27,26 @@ pub type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
 pub struct TerminalGuard;
 
 impl TerminalGuard {
-    pub fn enter() -> std::io::Result<(TerminalGuard, Term)> {
+    /// Take the terminal. The third value: whether it answered the keyboard protocol query
+    /// (then Shift+Enter arrives as itself). The enhancement is requested either way (a
+    /// terminal that does not know it ignores it) and given back on every way out.
+    pub fn enter() -> std::io::Result<(TerminalGuard, Term, bool)> {
         install_panic_hook();
         enable_raw_mode()?;
         ENTERED.store(true, Ordering::SeqCst);
         let guard = TerminalGuard;
+        // Read before the event stream starts, so the reply is not taken for keys.
+        let enhanced = crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         execute!(
             stdout(),
             EnterAlternateScreen,
             EnableBracketedPaste,
             EnableMouseCapture,
-            EnableFocusChange
+            EnableFocusChange,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
         )?;
         let term = Terminal::new(CrosstermBackend::new(stdout()))?;
-        Ok((guard, term))
+        Ok((guard, term, enhanced))
     }
 }
 
@@ -54,6 +61,7 @@ pub fn restore() {
     if ENTERED.swap(false, Ordering::SeqCst) {
         let _ = execute!(
             stdout(),
+            PopKeyboardEnhancementFlags,
             DisableFocusChange,
             DisableMouseCapture,
             DisableBracketedPaste,

@@ -142,6 +142,21 @@ fn retries_update_one_line() {
     assert!(!screen.contains("retry 1 "), "{screen}");
 }
 
+/// Where the terminal did not answer the keyboard protocol query, Shift+Enter arrives as a
+/// plain Enter: the hints offer Ctrl+J only.
+#[test]
+fn without_the_keyboard_protocol_the_hints_offer_ctrl_j() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    assert!(render(&app, 100, 30).contains("Shift+Enter/Ctrl+J newline"));
+    app.keyboard_enhanced = false;
+    let screen = render(&app, 100, 30);
+    assert!(
+        screen.contains("Ctrl+J newline") && !screen.contains("Shift+Enter"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn up_and_down_recall_earlier_prompts() {
     let t0 = Instant::now();

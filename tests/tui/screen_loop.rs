@@ -110,6 +110,7 @@ fn init(mode: ExecutionMode) -> AppInit {
         },
         theme: Theme::named("dark").unwrap(),
         cwd: "/work/demo".into(),
+        keyboard_enhanced: true,
         no_model: None,
         warnings: Vec::new(),
     }

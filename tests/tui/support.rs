@@ -33,6 +33,7 @@ pub fn app_with(theme: &str, model: bool, t0: Instant) -> App {
                 busy: false,
             },
             theme: Theme::named(theme).unwrap(),
+            keyboard_enhanced: true,
             cwd: "/work/demo".into(),
             no_model: (!model).then(|| "no model is configured for provider `default`".to_string()),
             warnings: Vec::new(),

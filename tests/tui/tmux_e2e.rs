@@ -22,11 +22,23 @@ impl Tmux {
     /// 120x40, against `server`, with a clean environment under `base`; when Spear exits the
     /// pane prints `SPEAR-EXITED <status>` and stays.
     fn spear(name: &str, base: &Path, project: &Path, server: &MockServer, args: &str) -> Tmux {
+        Tmux::spear_after(name, base, project, server, args, "")
+    }
+
+    /// As `spear`, with `prelude` (shell words) run in the pane first.
+    fn spear_after(
+        name: &str,
+        base: &Path,
+        project: &Path,
+        server: &MockServer,
+        args: &str,
+        prelude: &str,
+    ) -> Tmux {
         let tmux = Tmux {
             socket: format!("{name}-{}", std::process::id()),
         };
         let command = format!(
-            "env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
+            "{prelude}env -i PATH='{path}' HOME='{home}' TERM=xterm-256color XDG_STATE_HOME='{home}/state' \
              XDG_CONFIG_HOME='{home}/config' SPEAR_BASE_URL='{url}' SPEAR_MODEL=mock-model \
              SPEAR_API_KEY=sk-e2e '{bin}' --workspace '{ws}' {args}; echo SPEAR-EXITED $?; sleep 60",
             path = std::env::var("PATH").unwrap_or_default(),
@@ -231,4 +243,60 @@ fn the_line_mode_question_ignores_keys_typed_before_it_appeared() {
     let after = tmux.wait_for("SPEAR-EXITED");
     assert!(after.contains("Did not make it."), "{after}");
     assert!(!project.join("made.txt").exists(), "{after}");
+}
+
+/// Issue 21: the keyboard enhancement (so Shift+Enter is its own key) is pushed when the screen
+/// starts and popped when it leaves, and SIGTERM leaves as /quit does: the terminal is given
+/// back (tmux does not pass the protocol on, so its bytes are read from the pane's output).
+#[test]
+fn sigterm_gives_the_terminal_back_and_the_keyboard_flags_are_popped() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = workspace(&base);
+    let server = MockServer::start([text_answer("unused")]);
+    let log = base.join("pane.log");
+    let tmux = Tmux::spear_after(
+        "spear-e2e-term",
+        &base,
+        &project,
+        &server,
+        "--mode ask",
+        "sleep 1; ",
+    );
+    tmux.run(&[
+        "pipe-pane",
+        "-t",
+        "e2e",
+        "-o",
+        &format!("cat >> '{}'", log.display()),
+    ]);
+    tmux.wait_for("Ask Spear");
+    // Spear is the pane shell's child (env executes it).
+    let shell = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let shell = shell.trim().to_string();
+    let spear = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let after = stat.rsplit_once(") ")?.1;
+            let ppid = after.split_whitespace().nth(1)?;
+            (ppid == shell && stat.contains("(spear)"))
+                .then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .expect("spear runs in the pane");
+    let killed = Command::new("kill")
+        .args(["-TERM", &spear])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let after = tmux.wait_for("SPEAR-EXITED");
+    assert!(!after.contains("Ask Spear"), "{after}");
+    let alt = tmux.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
+    assert_eq!(alt.trim(), "0", "the pane has left the alternate screen");
+    let written = std::fs::read(&log).unwrap();
+    let at = |needle: &[u8]| written.windows(needle.len()).position(|w| w == needle);
+    let pushed = at(b"\x1b[>1u").expect("the keyboard enhancement was pushed");
+    let popped = at(b"\x1b[<1u").expect("the keyboard enhancement was popped");
+    assert!(pushed < popped);
 }
