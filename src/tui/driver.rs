@@ -9,6 +9,7 @@ use crate::harness::audit::AuditPaths;
 use crate::tui::audit::PAGE;
 use crate::tui::audit_feed::AuditFeed;
 use crate::tui::event::{Effect, Event};
+use crate::tui::history::PromptHistory;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub struct Driver {
@@ -18,6 +19,10 @@ pub struct Driver {
     tx: UnboundedSender<Event>,
     pub(crate) feed: Option<AuditFeed>,
     audit_paths: AuditPaths,
+    /// The composer's history on disk (`history_failed`: a write failed, said once, and
+    /// saving stopped).
+    pub(crate) history: PromptHistory,
+    history_failed: bool,
 }
 
 impl Driver {
@@ -31,6 +36,8 @@ impl Driver {
             session_id: None,
             tx,
             feed: None,
+            history: PromptHistory::beside(&audit_paths),
+            history_failed: false,
             audit_paths,
         }
     }
@@ -46,6 +53,20 @@ impl Driver {
             SessionEvent::Started { id, .. } => self.session_id = Some(id.clone()),
             SessionEvent::Loaded(l) => self.session_id = Some(l.meta.id.clone()),
             _ => {}
+        }
+    }
+
+    /// Keep what the person sent for the next run; a failure is said once and saving stops.
+    pub fn save_history(&mut self, history: &[String]) {
+        if self.history_failed {
+            return;
+        }
+        if let Err(e) = self.history.save_new(history) {
+            self.history_failed = true;
+            self.fail(format!(
+                "the prompt history cannot be kept in {}: {e}",
+                self.history.path().display()
+            ));
         }
     }
 

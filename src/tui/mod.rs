@@ -16,6 +16,7 @@ pub mod diff;
 pub(crate) mod driver;
 pub mod event;
 pub(crate) mod highlight;
+pub mod history;
 pub(crate) mod markdown;
 pub mod preview;
 pub(crate) mod terminal;
@@ -141,6 +142,10 @@ impl Screen {
         let (tx, own) = channel;
         let (handle, streams, _join) = session.spawn();
         let mut driver = Driver::new(handle.clone(), tx, audit_paths);
+        // The prompts of earlier runs in this workspace come first in the history.
+        let mut earlier = driver.history.load();
+        earlier.append(&mut app.history);
+        app.history = earlier;
         if let Some(e) = first {
             driver.observe(&e);
             app.update(Event::Session(e));
@@ -207,6 +212,7 @@ impl Screen {
             let Some(event) = event else { continue };
             let label = probe.wants_labels().then(|| event.label());
             let effects = self.app.update(event);
+            self.driver.save_history(&self.app.history);
             let mut quit = false;
             for effect in effects {
                 if !self.driver.perform(effect) {

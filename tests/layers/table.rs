@@ -435,6 +435,10 @@ pub const TABLE: &[Layer] = &[
             ("command_policy", "the ASK dialog shows the class and why"),
             ("workspace", "paths are shown relative to the workspace"),
             ("audit", "the audit pane reads the log"),
+            (
+                "secrets",
+                "the prompt history kept across runs is redacted with the audit log's table",
+            ),
         ],
         private: &[],
     },

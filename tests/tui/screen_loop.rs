@@ -394,4 +394,7 @@ async fn esc_during_a_command_cancels_the_turn_and_the_screen_goes_on() {
     );
     let mine = cells.tool("you-1").unwrap().envelope.as_ref().unwrap();
     assert!(mine.preview.contains("again"), "{:?}", mine.preview);
+    // Issue 21: the next screen on this workspace starts with these prompts in its history.
+    let next = rig(&f, ScriptedModel::new(vec![]), false);
+    assert_eq!(next.screen.app.history, ["do it", "!echo again", "/quit"]);
 }
