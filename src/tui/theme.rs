@@ -42,6 +42,7 @@ struct ThemeFile {
     added: String,
     removed: String,
     hint: String,
+    made_for: String,
     background: String,
     surface: String,
     mode_safe: String,
@@ -61,6 +62,8 @@ pub struct Theme {
     pub added: Color,
     pub removed: Color,
     pub hint: Color,
+    /// The background the theme is made for (its text roles keep 4.5:1 against it).
+    pub made_for: Color,
     pub background: Color,
     pub surface: Color,
     pub mode_safe: Color,
@@ -107,6 +110,7 @@ impl Theme {
             added: c(&f.added)?,
             removed: c(&f.removed)?,
             hint: c(&f.hint)?,
+            made_for: c(&f.made_for)?,
             background: c(&f.background)?,
             surface: c(&f.surface)?,
             mode_safe: c(&f.mode_safe)?,
@@ -129,6 +133,7 @@ impl Theme {
             added: r,
             removed: r,
             hint: r,
+            made_for: self.made_for,
             background: r,
             surface: r,
             mode_safe: r,
@@ -187,6 +192,69 @@ impl Theme {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A colour as RGB: its own, or xterm's default for a named terminal colour.
+    fn rgb(c: Color) -> (u8, u8, u8) {
+        match c {
+            Color::Rgb(r, g, b) => (r, g, b),
+            Color::Black => (0, 0, 0),
+            Color::Red => (0xcd, 0, 0),
+            Color::Green => (0, 0xcd, 0),
+            Color::Yellow => (0xcd, 0xcd, 0),
+            Color::Blue => (0, 0, 0xee),
+            Color::Magenta => (0xcd, 0, 0xcd),
+            Color::Cyan => (0, 0xcd, 0xcd),
+            Color::Gray => (0xe5, 0xe5, 0xe5),
+            Color::DarkGray => (0x7f, 0x7f, 0x7f),
+            Color::LightRed => (0xff, 0, 0),
+            Color::LightGreen => (0, 0xff, 0),
+            Color::LightYellow => (0xff, 0xff, 0),
+            Color::LightBlue => (0x5c, 0x5c, 0xff),
+            Color::LightMagenta => (0xff, 0, 0xff),
+            Color::LightCyan => (0, 0xff, 0xff),
+            Color::White => (0xff, 0xff, 0xff),
+            other => panic!("no RGB for {other:?}: a text role needs a concrete colour"),
+        }
+    }
+
+    /// WCAG 2 contrast ratio.
+    fn contrast(a: Color, b: Color) -> f64 {
+        let lum = |c: Color| {
+            let (r, g, b) = rgb(c);
+            let f = |v: u8| {
+                let c = f64::from(v) / 255.0;
+                if c <= 0.03928 {
+                    c / 12.92
+                } else {
+                    ((c + 0.055) / 1.055).powf(2.4)
+                }
+            };
+            0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b)
+        };
+        let (x, y) = (lum(a), lum(b));
+        (x.max(y) + 0.05) / (x.min(y) + 0.05)
+    }
+
+    /// Issue 21: body, secondary, danger and warning text of every theme keep WCAG AA (4.5:1)
+    /// against the background the theme declares it is made for.
+    #[test]
+    fn every_themes_text_roles_meet_wcag_aa_on_its_background() {
+        for (name, _) in BUILTIN {
+            let t = Theme::named(name).unwrap();
+            for (role, c) in [
+                ("text", t.text),
+                ("secondary", t.secondary),
+                ("danger", t.danger),
+                ("warning", t.warning),
+            ] {
+                let ratio = contrast(c, t.made_for);
+                assert!(ratio >= 4.5, "{name}: {role} is {ratio:.2}:1");
+            }
+        }
+        // The check can fail: the old dark secondary was 4.43:1 on its background.
+        let old = Color::from_str("#7b8496").unwrap();
+        assert!(contrast(old, Theme::named("dark").unwrap().made_for) < 4.5);
+    }
 
     #[test]
     fn every_builtin_theme_parses_with_every_role() {
