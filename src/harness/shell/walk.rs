@@ -267,10 +267,76 @@ impl<'a> Walker<'a> {
                 self.expansion(n);
                 self.children(n);
             }
-            "comment" => {}
+            "comment" | "word" | "regex" | "raw_string" => self.leaf_like(n),
             _ => {
                 self.note_unmodelled(n);
                 self.children(n);
+            }
+        }
+    }
+
+    /// Comments and the grammar's whole words, which may hide what bash reads (`comment`,
+    /// `leaf`); anything else of these kinds is walked as usual. One arm in `dispatch`, whose
+    /// frame is paid at every level of the recursion.
+    #[inline(never)]
+    fn leaf_like(&mut self, n: Node) {
+        match n.kind() {
+            "comment" => self.comment(n),
+            "word" | "regex" if n.named_child_count() == 0 => self.leaf(n),
+            // `"${x:-'…'}"`: inside double quotes the single quotes are literal characters.
+            "raw_string" if n.parent().is_some_and(|p| p.kind() == "expansion") => self.leaf(n),
+            _ => {
+                self.note_unmodelled(n);
+                self.children(n);
+            }
+        }
+    }
+
+    /// bash starts a comment only where a word starts. tree-sitter-bash also takes a `#` glued
+    /// to what came before for one (`x=(a)#;touch m`: bash assigns `(a)#` and runs touch), so
+    /// such a "comment" is a parse error and the rest of its line is read as bash reads it:
+    /// the `#` continues a word, and what follows is commands. Kept out of `dispatch`'s frame.
+    #[inline(never)]
+    fn comment(&mut self, n: Node) {
+        let start = n.start_byte();
+        let glued = start > 0
+            && self.src.as_bytes().get(start - 1).is_some_and(|b| {
+                !matches!(b, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b'`')
+            });
+        if !glued {
+            return;
+        }
+        self.facts.parse_errors.push(format!(
+            "the grammar took a `#` glued to a word at byte {start} for a comment; bash does not"
+        ));
+        let rest = self.text(n).strip_prefix('#').unwrap_or("");
+        let reading = super::parse_at_depth(&format!("_{rest}"), self.depth + 1, self.budget);
+        self.merge_reading(reading);
+    }
+
+    /// A word the grammar left whole (an expansion's operand, a `=~` regex) may still hold
+    /// substitutions bash expands (see `leaf`): each body is read as commands in a reading of
+    /// its own, arithmetic and nested expansions are judged as anywhere else, and the grammar's
+    /// lapse is a parse error. Kept out of `dispatch`'s frame.
+    #[inline(never)]
+    fn leaf(&mut self, n: Node) {
+        let found = super::leaf::pieces(self.text(n));
+        if found.is_empty() {
+            return;
+        }
+        self.facts.parse_errors.push(format!(
+            "the grammar read `{}` at byte {} as a plain word; bash expands what is in it",
+            self.text(n).chars().take(40).collect::<String>(),
+            n.start_byte()
+        ));
+        for piece in found {
+            match piece {
+                super::leaf::Piece::Commands(body) => {
+                    let inner = super::parse_at_depth(&body, self.depth + 1, self.budget);
+                    self.merge_reading(inner);
+                }
+                super::leaf::Piece::Arithmetic => self.facts.arithmetic_on_variables = true,
+                super::leaf::Piece::Expansion(whole) => self.expansion_text(&whole),
             }
         }
     }
@@ -513,6 +579,11 @@ impl<'a> Walker<'a> {
     #[inline(never)]
     fn expansion(&mut self, n: Node) {
         let text = self.text(n);
+        self.expansion_text(text);
+    }
+
+    /// `expansion` on the text of one `${…}`.
+    fn expansion_text(&mut self, text: &str) {
         let Some(inner) = text.strip_prefix("${").and_then(|t| t.strip_suffix('}')) else {
             return;
         };
