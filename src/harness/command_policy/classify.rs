@@ -227,6 +227,7 @@ impl Cx<'_> {
         }
         for asg in &f.assignments {
             self.assignment_name(&asg.name, "sets");
+            self.shell_locale(&asg.name, asg.value.as_ref());
         }
         for decl in &f.declarations {
             self.declaration(decl);
@@ -337,6 +338,7 @@ impl Cx<'_> {
                 .iter()
                 .any(|a| a.is_static() && a.value.starts_with('-') && a.value.contains('x'));
         for asg in &decl.assignments {
+            self.shell_locale(&asg.name, asg.value.as_ref());
             let verb = format!("`{}` sets", decl.keyword);
             if exports {
                 self.env_assignment(&asg.name, &verb);
@@ -411,16 +413,45 @@ impl Cx<'_> {
                     );
                 }
             } else if exports {
+                if let Some((name, value)) = v.split_once('=') {
+                    self.shell_locale_text(name, Some(value));
+                }
                 self.env_assignment(
                     v.split('=').next().unwrap_or(v),
                     &format!("`{}` exports", decl.keyword),
                 );
             } else if v.contains('=') {
+                if let Some((name, value)) = v.split_once('=') {
+                    self.shell_locale_text(name, Some(value));
+                }
                 self.assignment_name(
                     v.split('=').next().unwrap_or(v),
                     &format!("`{}` sets", decl.keyword),
                 );
             }
+        }
+    }
+
+    /// `LANG`, `LC_ALL` or `LC_CTYPE` set in the shell itself: its value is bash's locale for
+    /// the lines after it (see `env_names::harmless_shell_locale`).
+    fn shell_locale(&mut self, name: &str, value: Option<&shell::Word>) {
+        let text = value.filter(|w| w.is_static()).map(|w| w.value.as_str());
+        let unknown = value.is_some_and(|w| !w.is_static());
+        if unknown {
+            return self.shell_locale_text(name, None);
+        }
+        self.shell_locale_text(name, text.or(Some("")));
+    }
+
+    fn shell_locale_text(&mut self, name: &str, value: Option<&str>) {
+        if !env_names::harmless_shell_locale(name, value) {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "sets `{name}` in the shell, and bash reads the lines after it in that \
+                     locale, whose character set may end a string or escape where UTF-8 does not"
+                ),
+            );
         }
     }
 

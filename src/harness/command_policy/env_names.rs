@@ -96,6 +96,26 @@ pub(crate) fn harmless_env(name: &str) -> bool {
     harmless_env_reason(name).is_some()
 }
 
+/// Names whose value is bash's own locale: set in the shell (not only for one program), they
+/// change how bash reads the lines after them.
+const SHELL_LOCALE: &[&str] = &["LANG", "LC_ALL", "LC_CTYPE"];
+
+/// May the shell itself take `value` as its locale for `name`? Any name but the three that set
+/// bash's character set may. For those, only a character set in which bash splits words as it
+/// does in UTF-8: C, POSIX, or UTF-8 itself. In BIG5, GBK or Shift JIS the second byte of a
+/// character can be a backslash or a quote, and bash, rereading the next line in that locale,
+/// ends a string where a UTF-8 reader does not (`LC_ALL=zh_TW.BIG5⏎echo "両\" ; touch m # "`).
+pub(crate) fn harmless_shell_locale(name: &str, value: Option<&str>) -> bool {
+    if !SHELL_LOCALE.contains(&name) {
+        return true;
+    }
+    let Some(v) = value else { return false };
+    let lower = v.to_ascii_lowercase();
+    matches!(lower.as_str(), "" | "c" | "posix")
+        || lower.ends_with(".utf-8")
+        || lower.ends_with(".utf8")
+}
+
 /// May a command set the shell variable `name` without exporting it (`x=1`, `local x`,
 /// `getopts a x`)? A harmless environment name, or a lower-case name bash gives no meaning to
 /// (a program never sees it unless it is exported, which is judged by [`harmless_env`]).
@@ -113,6 +133,24 @@ pub(crate) fn harmless_shell_variable(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_utf8_or_c_locale_may_be_bashs_own() {
+        for (name, value, ok) in [
+            ("LC_ALL", Some("C"), true),
+            ("LANG", Some("en_US.UTF-8"), true),
+            ("LC_CTYPE", Some("de_DE.utf8"), true),
+            ("LC_ALL", Some(""), true),
+            ("LC_ALL", Some("zh_TW.BIG5"), false),
+            ("LANG", Some("zh_TW"), false),
+            ("LANG", Some("ja_JP.SJIS"), false),
+            ("LC_CTYPE", None, false),
+            ("LC_COLLATE", Some("zh_TW.BIG5"), true),
+            ("x", None, true),
+        ] {
+            assert_eq!(harmless_shell_locale(name, value), ok, "{name}={value:?}");
+        }
+    }
 
     #[test]
     fn every_entry_has_a_reason_and_appears_once() {

@@ -420,7 +420,14 @@ impl<'a> Walker<'a> {
     /// expression, and `a[$(cmd)]` inside that value runs a command.
     fn arithmetic(&mut self, n: Node) {
         let text = self.text(n);
-        if text.chars().any(|c| c.is_ascii_alphabetic() || c == '_') {
+        // A parameter (`$1`, `$@`, `${1:-0}`, `$-`) is substituted first and its value then
+        // evaluated as an expression: `set -- 'a[$(cmd)]'; echo $(($1))` runs cmd. (The `$`
+        // of the expansion's own `$((` or `$[` is no parameter.)
+        let inner = text
+            .strip_prefix("$((")
+            .or_else(|| text.strip_prefix("$["))
+            .unwrap_or(text);
+        if text.chars().any(|c| c.is_ascii_alphabetic() || c == '_') || inner.contains('$') {
             self.facts.arithmetic_on_variables = true;
         }
     }
@@ -714,6 +721,24 @@ impl<'a> Walker<'a> {
             )),
         }
         self.command_redirect_words(n);
+        self.split_words(n);
+    }
+
+    /// Two arguments with nothing between them are one word to bash: the grammar split it
+    /// (`{BASH_CMDS[\ls]}>f` became `{BASH_CMDS[` and `\ls]}`, and the `{NAME[…]}` that
+    /// evaluates a subscript and rebinds `ls` went unseen). A parse error.
+    fn split_words(&mut self, n: Node) {
+        let mut cursor = n.walk();
+        let args: Vec<Node> = n.children_by_field_name("argument", &mut cursor).collect();
+        if let Some(pair) = args
+            .windows(2)
+            .find(|p| p[0].end_byte() == p[1].start_byte())
+        {
+            self.facts.parse_errors.push(format!(
+                "the grammar split one word in two at byte {}",
+                pair[1].start_byte()
+            ));
+        }
     }
 
     /// `words_after_redirect` for the redirections inside the simple command `n`, each given
