@@ -38,6 +38,7 @@ fn app() -> App {
             },
             theme: Theme::named("dark").unwrap(),
             cwd: "/work/bench".into(),
+            keyboard_enhanced: true,
             no_model: None,
             warnings: Vec::new(),
         },
