@@ -33,7 +33,7 @@ mod trace;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use check::{BATCH, Oracle, Report};
+use check::{Oracle, Report, Verdicts};
 use generator::{Grammar, Rng};
 
 /// The fixed seed and size of `make test`'s generated sample.
@@ -42,11 +42,13 @@ const SAMPLE_SIZE: usize = 2000;
 /// Composed corpus commands in `make test`'s run.
 const COMPOSED: usize = 200;
 /// Sandboxes run side by side.
-const PARALLEL: usize = 2;
+const PARALLEL: usize = 3;
+/// Generated commands in one round at length (a tenth more come from the composed corpus).
+const ROUND: usize = 400;
 
 /// The corpus's READ_ONLY commands (written with `\n`/`\t` escapes) and the everyday list's
 /// commands the classifier calls READ_ONLY.
-fn corpus(oracle: &Oracle) -> Vec<String> {
+fn corpus(oracle: &Verdicts) -> Vec<String> {
     let dir = env!("CARGO_MANIFEST_DIR");
     let text = std::fs::read_to_string(format!("{dir}/tests/data/classify_corpus.txt")).unwrap();
     let mut out: Vec<String> = text
@@ -75,7 +77,7 @@ fn dedup(v: Vec<String>) -> Vec<String> {
 
 /// READ_ONLY compositions of composable corpus commands: pairs joined by a list operator, and
 /// one command inside a construct.
-fn composed(oracle: &Oracle, parts: &[String], n: usize, rng: &mut Rng) -> Vec<String> {
+fn composed(oracle: &Verdicts, parts: &[String], n: usize, rng: &mut Rng) -> Vec<String> {
     let parts: Vec<&String> = parts.iter().filter(|c| compose::composable(c)).collect();
     let mut out = Vec::new();
     let mut seen = HashSet::new();
@@ -101,7 +103,12 @@ fn composed(oracle: &Oracle, parts: &[String], n: usize, rng: &mut Rng) -> Vec<S
 }
 
 /// `n` distinct generated commands the classifier calls READ_ONLY, and how many were drawn.
-fn generated(oracle: &Oracle, grammar: &Grammar, n: usize, rng: &mut Rng) -> (Vec<String>, usize) {
+fn generated(
+    oracle: &Verdicts,
+    grammar: &Grammar,
+    n: usize,
+    rng: &mut Rng,
+) -> (Vec<String>, usize) {
     let mut out = Vec::new();
     let mut seen = HashSet::new();
     let mut drawn = 0;
@@ -180,11 +187,11 @@ fn assert_exceptions_used(oracle: &Oracle) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_corpus_and_a_fixed_seed_sample_attempt_no_write() {
     let mut oracle = Oracle::new(PARALLEL);
-    let corpus = corpus(&oracle);
+    let corpus = corpus(&oracle.verdicts);
     let mut rng = Rng::new(SAMPLE_SEED);
-    let composed = composed(&oracle, &corpus, COMPOSED, &mut rng);
+    let composed = composed(&oracle.verdicts, &corpus, COMPOSED, &mut rng);
     let grammar = grammar(&corpus);
-    let (sample, drawn) = generated(&oracle, &grammar, SAMPLE_SIZE, &mut rng);
+    let (sample, drawn) = generated(&oracle.verdicts, &grammar, SAMPLE_SIZE, &mut rng);
     assert_eq!(
         sample.len(),
         SAMPLE_SIZE,
@@ -239,19 +246,33 @@ async fn at_length() {
                 .unwrap_or(1)
         });
     let mut oracle = Oracle::new(PARALLEL);
-    let corpus = corpus(&oracle);
-    let grammar = grammar(&corpus);
-    let mut rng = Rng::new(seed);
+    let corpus = corpus(&oracle.verdicts);
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(minutes * 60.0);
+    // The generator draws and classifies the next round on its own thread while the sandboxes
+    // run this one (one round ahead: the channel holds one).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<String>>(1);
+    let producer = {
+        let (verdicts, corpus) = (oracle.verdicts.clone(), corpus.clone());
+        std::thread::spawn(move || {
+            let grammar = grammar(&corpus);
+            let mut rng = Rng::new(seed);
+            loop {
+                let (mut round, _) = generated(&verdicts, &grammar, ROUND, &mut rng);
+                round.extend(composed(&verdicts, &corpus, ROUND / 10, &mut rng));
+                if tx.blocking_send(round).is_err() {
+                    break;
+                }
+            }
+        })
+    };
     // The corpus first: every run at length covers it, and with it every exception's case.
     let mut total = oracle.check(&corpus).await;
     let mut text = total.misses_text();
     eprint!("{text}");
     print_figures("corpus", None, &total);
     while Instant::now() < deadline {
-        let (mut round, _) = generated(&oracle, &grammar, BATCH * PARALLEL, &mut rng);
-        round.extend(composed(&oracle, &corpus, BATCH / 5, &mut rng));
+        let round = rx.recv().await.expect("the generator stopped");
         let r = oracle.check(&round).await;
         total.count += r.count;
         total.timeouts += r.timeouts;
@@ -265,6 +286,8 @@ async fn at_length() {
         total.slowest.truncate(3);
         print_figures("so far", Some(seed), &total);
     }
+    drop(rx);
+    producer.join().expect("the generator panicked");
     print_figures("at length", Some(seed), &total);
     assert!(
         total.misses.is_empty(),

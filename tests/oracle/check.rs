@@ -59,28 +59,14 @@ impl Report {
     }
 }
 
-pub struct Oracle {
-    pub exceptions: Vec<Exception>,
-    pub hits: Vec<usize>,
+/// The classifier's verdicts the oracle needs: cheap to clone, so the generator can draw
+/// commands on its own thread while the sandboxes run the last round.
+#[derive(Clone, Default)]
+pub struct Verdicts {
     policy: CommandPolicy,
-    boxes: Vec<OracleBox>,
 }
 
-/// Commands per sandbox launch.
-pub const BATCH: usize = 100;
-
-impl Oracle {
-    /// An oracle with `parallel` sandboxes run side by side.
-    pub fn new(parallel: usize) -> Oracle {
-        let exceptions = parse_exceptions(&exceptions_text()).unwrap_or_else(|e| panic!("{e}"));
-        Oracle {
-            hits: vec![0; exceptions.len()],
-            exceptions,
-            policy: CommandPolicy::default(),
-            boxes: (0..parallel.max(1)).map(|_| OracleBox::new()).collect(),
-        }
-    }
-
+impl Verdicts {
     /// READ_ONLY without the network: what runs unasked in a closed sandbox. (A READ_ONLY
     /// command the classifier says needs the network, `curl -s URL`, connects by design.)
     pub fn read_only(&self, command: &str) -> bool {
@@ -92,10 +78,34 @@ impl Oracle {
     pub fn named(&self, command: &str) -> Vec<String> {
         self.policy.classify(command).executables
     }
+}
+
+pub struct Oracle {
+    pub exceptions: Vec<Exception>,
+    pub hits: Vec<usize>,
+    pub verdicts: Verdicts,
+    boxes: Vec<OracleBox>,
+}
+
+/// Commands per sandbox launch: small enough that the sandboxes, each taking the next batch
+/// when it is done, finish a round close together; large enough that a launch costs little.
+pub const BATCH: usize = 50;
+
+impl Oracle {
+    /// An oracle with `parallel` sandboxes run side by side.
+    pub fn new(parallel: usize) -> Oracle {
+        let exceptions = parse_exceptions(&exceptions_text()).unwrap_or_else(|e| panic!("{e}"));
+        Oracle {
+            hits: vec![0; exceptions.len()],
+            exceptions,
+            verdicts: Verdicts::default(),
+            boxes: (0..parallel.max(1)).map(|_| OracleBox::new()).collect(),
+        }
+    }
 
     /// Traces `commands` and judges each against the programs the classifier named for it.
     pub async fn check(&mut self, commands: &[String]) -> Report {
-        let named: Vec<Vec<String>> = commands.iter().map(|c| self.named(c)).collect();
+        let named: Vec<Vec<String>> = commands.iter().map(|c| self.verdicts.named(c)).collect();
         self.check_naming(commands, &named).await
     }
 
@@ -103,27 +113,25 @@ impl Oracle {
     pub async fn check_naming(&mut self, commands: &[String], named: &[Vec<String>]) -> Report {
         let start = Instant::now();
         let mut report = Report::default();
-        let mut chunks = commands.chunks(BATCH).zip(named.chunks(BATCH)).peekable();
-        while chunks.peek().is_some() {
-            let mut round = Vec::new();
-            for b in self.boxes.iter_mut() {
-                if let Some((c, n)) = chunks.next() {
-                    round.push((b, c, n));
-                }
+        // Each sandbox takes the next batch when it finishes one, so a slow batch holds up
+        // only its own sandbox.
+        let queue = std::sync::Mutex::new(commands.chunks(BATCH).zip(named.chunks(BATCH)));
+        let queue = &queue;
+        let runs = futures_util::future::join_all(self.boxes.iter_mut().map(|b| async move {
+            let mut done = Vec::new();
+            loop {
+                let next = queue.lock().unwrap().next();
+                let Some((c, n)) = next else { break };
+                let traced = b.run(c).await;
+                done.push((traced, b.home.clone(), n));
             }
-            let runs = futures_util::future::join_all(
-                round
-                    .into_iter()
-                    .map(|(b, c, n)| async move { (b.run(c).await, b.home.clone(), n) }),
-            )
-            .await;
-            for (traced, home, named) in runs {
-                let mounts = Mounts {
-                    home: home.expect("the driver printed no HOME"),
-                };
-                for (t, n) in traced.iter().zip(named) {
-                    self.judge_one(t, n, &mounts, &mut report);
-                }
+            done
+        }))
+        .await;
+        for (traced, home, named) in runs.into_iter().flatten() {
+            let mounts = Mounts::new(home.expect("the driver printed no HOME"));
+            for (t, n) in traced.iter().zip(named) {
+                self.judge_one(t, n, &mounts, &mut report);
             }
         }
         report.elapsed = start.elapsed();

@@ -10,20 +10,35 @@ use std::collections::{HashMap, HashSet};
 
 use crate::trace::{Call, Trace, decoration, string};
 
+/// Where the oracle keeps the scratch copies inside the sandbox: in its private `/tmp`
+/// (a tmpfs, where a fresh copy costs a fifth of one on the workspace's disk), but not private
+/// to the judge, so a write there is a write to the command's workspace.
+pub const SCRATCH_ROOT: &str = "/tmp/spear-oracle";
+
 /// Where the sandbox's private tmpfs mounts are.
 #[derive(Debug, Clone)]
 pub struct Mounts {
-    pub home: String,
+    home: String,
+}
+
+fn under(path: &str, dir: &str) -> bool {
+    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
 }
 
 impl Mounts {
-    /// Whether `path` (absolute, folded) lies in a private tmpfs mount; anything else (including
-    /// the scratch copy the command runs in) is a place a READ_ONLY command must not write.
+    pub fn new(home: String) -> Mounts {
+        Mounts { home }
+    }
+
+    /// Whether `path` (absolute, folded) lies in a private tmpfs mount; anything else
+    /// (including the scratch copies under `SCRATCH_ROOT`, where the command runs) is a place a
+    /// READ_ONLY command must not write.
     pub fn private(&self, path: &str) -> bool {
-        ["/tmp", "/run", "/dev/shm", self.home.as_str()]
-            .iter()
-            .filter(|m| m.len() > 1)
-            .any(|m| path == *m || path.strip_prefix(*m).is_some_and(|r| r.starts_with('/')))
+        !under(path, SCRATCH_ROOT)
+            && ["/tmp", "/run", "/dev/shm", self.home.as_str()]
+                .iter()
+                .filter(|m| m.len() > 1)
+                .any(|m| under(path, m))
     }
 }
 
@@ -483,9 +498,7 @@ mod tests {
     use crate::trace::parse;
 
     fn judge(text: &str, named: &[&str]) -> Vec<Violation> {
-        let mounts = Mounts {
-            home: "/root".into(),
-        };
+        let mounts = Mounts::new("/root".into());
         let mut hits = [];
         let mut j = Judge {
             mounts: &mounts,
@@ -524,6 +537,34 @@ mod tests {
             let want = if c.starts_with("rename") { 2 } else { 1 };
             assert_eq!(v.len(), want, "{c}: {v:?}");
         }
+    }
+
+    #[test]
+    fn the_scratch_root_in_tmp_is_not_private() {
+        let m = Mounts::new("/root".into());
+        for p in [
+            "/tmp/x",
+            "/tmp/spear-oracle-x",
+            "/root/.cache/x",
+            "/run/x",
+            "/dev/shm/x",
+        ] {
+            assert!(m.private(p), "{p}");
+        }
+        for p in [
+            "/tmp/spear-oracle",
+            "/tmp/spear-oracle/scratch/a.txt",
+            "/w/s/a",
+            "/etc/x",
+        ] {
+            assert!(!m.private(p), "{p}");
+        }
+        let c = "openat(AT_FDCWD</tmp/spear-oracle/scratch>, \"a\", O_WRONLY|O_TRUNC) = 3</tmp/spear-oracle/scratch/a>";
+        assert_eq!(
+            judge(&format!("{PREAMBLE}1 {c}\n"), &["ls"]).len(),
+            1,
+            "{c}"
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use spear::harness::command_runner::{CommandRunner, RunRequest, RunnerConfig};
 use spear::harness::primitives::{Capability, CapabilitySet, ToolStatus};
 use spear::harness::process::{OutputSink, OutputStream};
 
+use crate::judge::SCRATCH_ROOT;
 use crate::seed;
 use crate::trace::{self, Trace};
 
@@ -31,28 +32,33 @@ lsetxattr,fsetxattr,removexattr,lremovexattr,fremovexattr,bind,connect,sendto,se
 ?sendmmsg,kill,tkill,tgkill,rt_sigqueueinfo,rt_tgsigqueueinfo,?pidfd_send_signal,execve,\
 execveat,clone,?clone3,fork,vfork,chdir,fchdir";
 
-/// The driver: `driver.sh TIMEOUT`, commands NUL-separated in `cmds` beside it. Markers go to
-/// standard output; so does strace's trace (its standard error), and nothing of the command's.
+/// The driver: `driver.sh TIMEOUT TRACED SCRATCH_ROOT`, commands NUL-separated in `cmds`
+/// beside it. Markers go to standard output; so does strace's trace (its standard error), and
+/// nothing of the command's. Each command's fresh copy of the pristine seed (which stays in
+/// the read-only workspace) is made on the sandbox's `/tmp` tmpfs, where copying is cheap;
+/// the judge counts that directory as the command's workspace, not as private.
 const DRIVER: &str = r#"set -u
 ws=$(cd "$(dirname "$0")" && pwd)
+root=$3
+mkdir -p "$root"
 printf '\n@@oracle home %s\n' "$HOME"
 i=0
 while IFS= read -r -d '' cmd; do
-    if [ -e "$ws/scratch" ] && ! rm -rf "$ws/scratch" 2>/dev/null; then
-        chmod -R u+rwX "$ws/scratch" 2>/dev/null
-        rm -rf "$ws/scratch" 2>/dev/null || mv "$ws/scratch" "$ws/gone.$i"
+    if [ -e "$root/scratch" ] && ! rm -rf "$root/scratch" 2>/dev/null; then
+        chmod -R u+rwX "$root/scratch" 2>/dev/null
+        rm -rf "$root/scratch" 2>/dev/null || mv "$root/scratch" "$root/gone.$i"
     fi
-    cp -a "$ws/seed" "$ws/scratch"
-    printf '\n@@oracle begin %d %s\n' "$i" "$ws/scratch"
+    cp -a "$ws/seed" "$root/scratch"
+    printf '\n@@oracle begin %d %s\n' "$i" "$root/scratch"
     t0=${EPOCHREALTIME/./}
-    ( cd "$ws/scratch" && exec timeout -k 2 "$1" strace -f --seccomp-bpf -y -qq -s 4096 -e signal=none -o /dev/stderr \
+    ( cd "$root/scratch" && exec timeout -k 2 "$1" strace -f --seccomp-bpf -y -qq -s 4096 -e signal=none -o /dev/stderr \
         -e trace="$2" -- /bin/bash -c 'exec 2>/dev/null; exec /bin/bash -c "$1"' oracle "$cmd" \
         2>&1 >/dev/null </dev/null )
     rc=$?
     printf '\n@@oracle end %d %d %d\n' "$i" "$rc" "$(( ${EPOCHREALTIME/./} - t0 ))"
     i=$((i + 1))
 done < "$ws/cmds"
-rm -rf "$ws/scratch" "$ws"/gone.* 2>/dev/null
+rm -rf "$root" 2>/dev/null
 printf '\n@@oracle done %d\n' "$i"
 "#;
 
@@ -183,7 +189,7 @@ impl OracleBox {
         let driver = self.ws.join("driver.sh");
         let req = RunRequest {
             command: format!(
-                "/bin/bash '{}' {COMMAND_TIMEOUT_SECS} '{TRACED}'",
+                "/bin/bash '{}' {COMMAND_TIMEOUT_SECS} '{TRACED}' '{SCRATCH_ROOT}'",
                 driver.display()
             ),
             profile: writable(),

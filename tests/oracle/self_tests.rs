@@ -43,7 +43,7 @@ const WRITERS: &[(&str, &str)] = &[
 async fn a_write_through_each_family_is_caught() {
     let mut oracle = Oracle::new(1);
     let commands: Vec<String> = WRITERS.iter().map(|(c, _)| c.to_string()).collect();
-    let mut named: Vec<Vec<String>> = commands.iter().map(|c| oracle.named(c)).collect();
+    let mut named: Vec<Vec<String>> = commands.iter().map(|c| oracle.verdicts.named(c)).collect();
     let mut commands = commands;
     // And one that runs a program the classification did not name.
     commands.push("ls".into());

@@ -224,6 +224,14 @@ pub fn parse(text: &str) -> Trace {
         if body.starts_with("---") || body.starts_with("+++") {
             continue;
         }
+        // A thread strace stopped at a call's entry but could not read the call of, because
+        // the process was already being torn down (another thread's exit_group; seen with
+        // `java --version`), and then detached from: the call never ran. With --seccomp-bpf
+        // only the traced calls stop, so nothing else can hide here; a named call cut off by
+        // the detach (`unlink("x" <detached ...>`) is still judged on its arguments below.
+        if body == "???( <detached ...>" {
+            continue;
+        }
         let whole = if let Some(start) = body.strip_suffix("<unfinished ...>") {
             pending.insert(pid, start.trim_end().to_string());
             continue;
@@ -258,7 +266,10 @@ pub fn parse(text: &str) -> Trace {
             body.to_string()
         };
         // A call the process never returned from (execve replaced it, or it was killed).
-        let whole = match whole.strip_suffix(" <unfinished ...>)") {
+        let whole = match whole
+            .strip_suffix(" <unfinished ...>)")
+            .or_else(|| whole.strip_suffix(" <detached ...>"))
+        {
             Some(w) => format!("{w}) = ?"),
             None => whole,
         };
@@ -291,6 +302,17 @@ pub fn parse(text: &str) -> Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unnamed_call_cut_off_by_the_detach_is_skipped_and_a_named_one_is_judged() {
+        let t = parse(concat!(
+            "7001  ???( <detached ...>\n",
+            "7002  unlinkat(AT_FDCWD</w>, \"x\", 0 <detached ...>\n",
+        ));
+        assert!(t.unread.is_empty(), "{:?}", t.unread);
+        assert_eq!(t.calls.len(), 1, "{:?}", t.calls);
+        assert_eq!(t.calls[0].name, "unlinkat");
+    }
 
     #[test]
     fn reads_calls_with_decorations_and_joins_resumed_lines() {
