@@ -41,6 +41,7 @@ fn app() -> App {
             keyboard_enhanced: true,
             no_model: None,
             warnings: Vec::new(),
+            results: None,
         },
         Instant::now(),
     )

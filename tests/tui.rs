@@ -17,6 +17,8 @@ mod dialogs;
 #[allow(dead_code)]
 #[path = "agent_loop/support.rs"]
 mod loop_support;
+#[path = "tui/pager.rs"]
+mod pager;
 #[path = "tui/screen_loop.rs"]
 mod screen_loop;
 #[path = "support/mod.rs"]

@@ -258,6 +258,15 @@ impl SessionBuilder {
         &self.harness
     }
 
+    /// The workspace's ResultStore (the screen's whole-output view reads it too).
+    pub fn results(&self) -> Result<ResultStore, BuildError> {
+        Ok(ResultStore::open_in(
+            &self.place.state,
+            &self.place.root,
+            self.harness.store_limits,
+        )?)
+    }
+
     /// The host under the tools: the workspace, both policies, the sandboxed executor and the
     /// ResultStore.
     pub fn host(&self) -> Result<SpearHost, BuildError> {
@@ -271,7 +280,7 @@ impl SessionBuilder {
                 ..PolicyConfig::default()
             }),
             command_executor(root, &self.harness),
-            ResultStore::open_in(&self.place.state, root, self.harness.store_limits)?,
+            self.results()?,
             HostConfig {
                 session: self.audit_session.clone(),
                 web_enabled: self.harness.web_enabled,

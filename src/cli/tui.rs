@@ -129,6 +129,8 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             Ok((Arc::new(m), info))
         })
     };
+    // Read by the whole-output view; without it the view shows what the screen holds.
+    let results = build.results().ok();
     let session = build.session(
         model,
         remodel,
@@ -159,6 +161,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             keyboard_enhanced: false,
             no_model,
             warnings,
+            results,
         },
         start,
         sandbox: Some(Box::pin(sandbox_health(health_config, network))),

@@ -11,10 +11,12 @@ use ratatui_textarea::TextArea;
 use crate::agent::event::AgentEvent;
 use crate::agent::session::{AppliesFrom, Change, OpKind, SessionEvent};
 use crate::harness::primitives::ExecutionMode;
+use crate::tools::results::ResultStore;
 use crate::tui::audit::AuditView;
 use crate::tui::cells::{CellKind, Cells, NoticeKind};
 use crate::tui::diff::FileDiff;
 use crate::tui::event::{Effect, Event};
+use crate::tui::pager::{PageSource, Pager, StoredSource, TextSource};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::confirm::Confirm;
 use crate::tui::widgets::conversation::HeightCache;
@@ -51,6 +53,8 @@ pub struct AppInit {
     pub no_model: Option<String>,
     /// What the launch had to work around (a bad theme name...), shown first.
     pub warnings: Vec<String>,
+    /// The workspace's stored outputs, read a page at a time by the whole-output view.
+    pub results: Option<ResultStore>,
 }
 
 pub struct App {
@@ -63,6 +67,9 @@ pub struct App {
     pub theme: Theme,
     pub confirm: Option<Confirm>,
     pub popup: Option<Popup>,
+    /// The whole-output view, over the conversation while open.
+    pub pager: Option<Pager>,
+    results: Option<ResultStore>,
     pub focus: Focus,
     pub audit: AuditView,
     pub audit_open: bool,
@@ -105,6 +112,8 @@ impl App {
             theme: init.theme,
             confirm: None,
             popup: None,
+            pager: None,
+            results: init.results,
             focus: Focus::Composer,
             audit: AuditView::default(),
             audit_open: false,
@@ -191,6 +200,10 @@ impl App {
             }
             Event::Resize(w, h) => {
                 self.size = (w, h);
+                let rows = self.pager_rows();
+                if let Some(p) = &mut self.pager {
+                    p.set_height(rows);
+                }
                 self.dirty = true;
             }
             Event::Agent(e) => {
@@ -250,6 +263,60 @@ impl App {
             }
         }
         fx
+    }
+
+    /// Lines the whole-output view shows: the screen less the status bar and the view's own
+    /// header and footer.
+    pub fn pager_rows(&self) -> usize {
+        usize::from(
+            self.size
+                .1
+                .saturating_sub(2 + crate::tui::widgets::pager::FRAME_ROWS),
+        )
+        .max(1)
+    }
+
+    /// Open cell `i`'s whole text in the view: a tool's stored output from the ResultStore
+    /// (a page at a time), else the text the cell holds.
+    pub(crate) fn open_whole(&mut self, i: usize) {
+        let Some(cell) = self.cells.items.get(i) else {
+            return;
+        };
+        let text = |t: &str| -> Box<dyn PageSource> { Box::new(TextSource::new(t)) };
+        let mut failed = None;
+        let (title, source) = match &cell.kind {
+            CellKind::Tool(t) => {
+                let title = format!("{} {}", t.name, t.target());
+                let stored = t
+                    .envelope
+                    .as_ref()
+                    .filter(|_| t.diff.is_none())
+                    .and_then(|e| e.result_id.as_deref());
+                let source = match (stored, &self.results) {
+                    (Some(uri), Some(store)) => match StoredSource::open(store.clone(), uri) {
+                        Ok(s) => Box::new(s) as Box<dyn PageSource>,
+                        Err(e) => {
+                            failed = Some(format!(
+                                "{uri} cannot be read ({e}); showing the part the screen holds"
+                            ));
+                            text(&t.output_text())
+                        }
+                    },
+                    _ => text(&t.output_text()),
+                };
+                (title, source)
+            }
+            CellKind::User(t) => ("you".to_string(), text(t)),
+            CellKind::Assistant { text: t, .. } => ("spear".to_string(), text(t)),
+            CellKind::Reasoning(t) => ("thinking".to_string(), text(t)),
+            CellKind::Notice { text: t, .. } => ("notice".to_string(), text(t)),
+        };
+        let mut pager = Pager::new(title, source);
+        pager.set_height(self.pager_rows());
+        self.pager = Some(pager);
+        if let Some(why) = failed {
+            self.notice(NoticeKind::Warning, why);
+        }
     }
 
     pub(crate) fn open_audit(&mut self, fx: &mut Vec<Effect>) {

@@ -13,6 +13,7 @@ use crate::tui::audit::AuditAction;
 use crate::tui::cells::{CellKind, NoticeKind, ToolCell};
 use crate::tui::commands::{self, Input, SLASH, Slash};
 use crate::tui::event::Effect;
+use crate::tui::pager::PagerAction;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::popup::Popup;
 
@@ -21,6 +22,7 @@ use crate::tui::widgets::popup::Popup;
 enum CellAction {
     Up,
     Down,
+    Whole,
     Fold,
     Copy,
     Top,
@@ -29,14 +31,20 @@ enum CellAction {
 }
 
 /// The conversation pane's bindings: matched by `conversation_key`, shown as its hints.
-const CONVERSATION: [(&[KeyCode], &str, &str, CellAction); 6] = [
+const CONVERSATION: [(&[KeyCode], &str, &str, CellAction); 7] = [
     (
         &[KeyCode::Up, KeyCode::Char('k')],
         "↑↓",
         "cell",
         CellAction::Up,
     ),
-    (&[KeyCode::Enter], "Enter", "fold/unfold", CellAction::Fold),
+    (
+        &[KeyCode::Enter],
+        "Enter",
+        "whole output",
+        CellAction::Whole,
+    ),
+    (&[KeyCode::Char('f')], "f", "fold", CellAction::Fold),
     (&[KeyCode::Char('y')], "y", "copy cell", CellAction::Copy),
     (&[KeyCode::Home], "Home/End", "top/bottom", CellAction::Top),
     (
@@ -66,11 +74,12 @@ pub fn conversation_hints() -> Vec<(&'static str, &'static str)> {
 }
 
 /// Bindings of the composer.
-pub const COMPOSER_KEYS: [(&str, &str); 7] = [
+pub const COMPOSER_KEYS: [(&str, &str); 8] = [
     ("Enter", "send"),
     ("Shift+Enter/Ctrl+J", "newline"),
     ("↑↓", "history"),
     ("Tab", "complete/cells"),
+    ("Ctrl+O", "whole output"),
     ("Shift+Tab", "mode"),
     ("F2", "audit"),
     ("Ctrl+C×2", "quit"),
@@ -81,6 +90,9 @@ impl App {
     pub fn hints(&self) -> Vec<(&'static str, &'static str)> {
         if let Some(c) = &self.confirm {
             return c.hints();
+        }
+        if self.pager.is_some() {
+            return crate::tui::widgets::pager::PAGER_KEYS.to_vec();
         }
         let mut h: Vec<(&str, &str)> = match self.focus {
             Focus::Audit => self.audit.hints(),
@@ -141,8 +153,30 @@ impl App {
             }
             return;
         }
+        if let Some(p) = &mut self.pager {
+            if p.key(key) == PagerAction::Close {
+                self.pager = None;
+            }
+            return;
+        }
         if self.popup.is_some() {
             self.popup_key(key, fx);
+            return;
+        }
+        if ctrl && key.code == KeyCode::Char('o') {
+            // The focused cell's whole output, else the last tool's.
+            let last_tool = self
+                .cells
+                .items
+                .iter()
+                .rposition(|c| matches!(c.kind, CellKind::Tool(_)));
+            let i = match self.focus {
+                Focus::Conversation => self.focused_cell.or(last_tool),
+                _ => last_tool,
+            };
+            if let Some(i) = i {
+                self.open_whole(i);
+            }
             return;
         }
         match key.code {
@@ -228,6 +262,17 @@ impl App {
             Some(CellAction::Down) => {
                 self.focused_cell = self.focused_cell.map(|i| (i + 1).min(n.saturating_sub(1)));
             }
+            // Enter shows more, never less: a folded cell unfolds, an unfolded one opens whole.
+            Some(CellAction::Whole) => match self.focused_cell {
+                Some(i) if self.cells.items.get(i).is_some_and(|c| c.folded) => {
+                    if let Some(c) = self.cells.items.get_mut(i) {
+                        c.folded = false;
+                        c.touch();
+                    }
+                }
+                Some(i) => self.open_whole(i),
+                None => {}
+            },
             Some(CellAction::Fold) => {
                 if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get_mut(i)) {
                     c.folded = !c.folded;

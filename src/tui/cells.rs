@@ -34,6 +34,8 @@ pub struct ToolCell {
     pub live: VecDeque<String>,
     /// A partial last line not yet ended by a newline.
     pub partial: String,
+    /// Lines of live output in all (more than `live` holds once it is past `LIVE_LINES`).
+    pub lines_seen: u64,
     pub started: Instant,
     pub duration: Option<Duration>,
     pub envelope: Option<Box<ToolResultEnvelope>>,
@@ -50,6 +52,7 @@ impl ToolCell {
             by_person: false,
             live: VecDeque::new(),
             partial: String::new(),
+            lines_seen: 0,
             started: now,
             duration: None,
             envelope: None,
@@ -62,6 +65,7 @@ impl ToolCell {
         self.partial.push_str(text);
         while let Some(nl) = self.partial.find('\n') {
             let line: String = self.partial.drain(..=nl).collect();
+            self.lines_seen += 1;
             self.live
                 .push_back(line.trim_end_matches(['\n', '\r']).to_string());
             if self.live.len() > LIVE_LINES {
@@ -89,6 +93,29 @@ impl ToolCell {
             .find_map(|k| arg(k))
             .unwrap_or("")
             .to_string()
+    }
+
+    /// What the call produced, as text: the diff of a write, else the output (what the
+    /// envelope holds once it ended, the live lines while it runs).
+    pub fn output_text(&self) -> String {
+        if let Some(d) = &self.diff {
+            return d.text();
+        }
+        match &self.envelope {
+            Some(e) => {
+                let mut s = e.stdout.clone();
+                if !e.stderr.is_empty() && !s.is_empty() && !s.ends_with('\n') {
+                    s.push('\n');
+                }
+                s.push_str(&e.stderr);
+                s
+            }
+            None => {
+                let mut s: String = self.live.iter().map(|l| format!("{l}\n")).collect();
+                s.push_str(&self.partial);
+                s
+            }
+        }
     }
 
     pub fn running(&self) -> bool {
@@ -132,20 +159,7 @@ impl Cell {
             CellKind::User(t) | CellKind::Reasoning(t) => t.clone(),
             CellKind::Assistant { text, .. } => text.clone(),
             CellKind::Notice { text, .. } => text.clone(),
-            CellKind::Tool(t) => {
-                let mut s = t.target();
-                if let Some(e) = &t.envelope {
-                    s.push('\n');
-                    s.push_str(&e.stdout);
-                    s.push_str(&e.stderr);
-                } else {
-                    for l in &t.live {
-                        s.push('\n');
-                        s.push_str(l);
-                    }
-                }
-                s
-            }
+            CellKind::Tool(t) => format!("{}\n{}", t.target(), t.output_text()),
         }
     }
 }

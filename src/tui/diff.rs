@@ -38,6 +38,31 @@ pub struct FileDiff {
 }
 
 impl FileDiff {
+    /// The diff as text, one `+`/`-`/` ` line per line (what a copy of the cell carries and
+    /// what its whole view shows).
+    pub fn text(&self) -> String {
+        let mut out = if self.creates {
+            format!("+++ {} (new file)\n", self.path)
+        } else {
+            format!("--- {0}\n+++ {0}\n", self.path)
+        };
+        for l in &self.lines {
+            let sign = match l.tag {
+                DiffTag::Added => "+",
+                DiffTag::Removed => "-",
+                DiffTag::Context => " ",
+                DiffTag::Gap => {
+                    out.push_str("@@ ⋯ @@\n");
+                    continue;
+                }
+            };
+            out.push_str(sign);
+            out.push_str(&l.text);
+            out.push('\n');
+        }
+        out
+    }
+
     /// The line diff of `before` (absent: a new file) against `after`.
     pub fn between(path: &str, before: Option<&[u8]>, after: &[u8]) -> FileDiff {
         let old = String::from_utf8_lossy(before.unwrap_or_default());

@@ -18,6 +18,7 @@ pub mod event;
 pub(crate) mod highlight;
 pub mod history;
 pub(crate) mod markdown;
+pub mod pager;
 pub mod preview;
 pub(crate) mod terminal;
 pub mod theme;

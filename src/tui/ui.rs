@@ -14,6 +14,7 @@ use crate::tui::commands;
 use crate::tui::widgets::audit_pane::AuditPane;
 use crate::tui::widgets::confirm::ConfirmWidget;
 use crate::tui::widgets::conversation::ConversationWidget;
+use crate::tui::widgets::pager::PagerWidget;
 use crate::tui::widgets::popup::PopupWidget;
 use crate::tui::widgets::status_bar::StatusBar;
 
@@ -92,6 +93,14 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
         theme: t,
     }
     .render(status, buf);
+    if let Some(p) = &app.pager {
+        // Over everything but the status bar, whose hints are the pager's keys.
+        let over = Rect {
+            height: area.height.saturating_sub(status.height),
+            ..area
+        };
+        PagerWidget { pager: p, theme: t }.render(over, buf);
+    }
     if let Some(p) = &app.popup {
         PopupWidget { popup: p, theme: t }.render(area, buf);
     }

@@ -628,7 +628,7 @@ fn help_is_generated_from_the_commands_and_bindings() {
         "/theme",
         "!COMMAND",
         "Shift+Tab",
-        "fold/unfold",
+        "whole output",
     ] {
         assert!(screen.contains(s), "{s}:\n{screen}");
     }

@@ -113,6 +113,7 @@ fn init(mode: ExecutionMode) -> AppInit {
         keyboard_enhanced: true,
         no_model: None,
         warnings: Vec::new(),
+        results: None,
     }
 }
 

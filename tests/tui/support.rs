@@ -19,27 +19,29 @@ use spear::tui::event::{Effect, Event};
 use spear::tui::theme::Theme;
 use spear::tui::widgets::status_bar::{SandboxHealth, StatusInfo};
 
-pub fn app_with(theme: &str, model: bool, t0: Instant) -> App {
-    let mut app = App::new(
-        AppInit {
-            status: StatusInfo {
-                mode: ExecutionMode::Ask,
-                model: model.then(|| ("local".to_string(), "qwen3-coder".to_string())),
-                workspace: "/work/demo".into(),
-                sandbox: SandboxHealth::Ok,
-                network: false,
-                standard: None,
-                tokens: 0,
-                busy: false,
-            },
-            theme: Theme::named(theme).unwrap(),
-            keyboard_enhanced: true,
-            cwd: "/work/demo".into(),
-            no_model: (!model).then(|| "no model is configured for provider `default`".to_string()),
-            warnings: Vec::new(),
+pub fn init_with(theme: &str, model: bool) -> AppInit {
+    AppInit {
+        status: StatusInfo {
+            mode: ExecutionMode::Ask,
+            model: model.then(|| ("local".to_string(), "qwen3-coder".to_string())),
+            workspace: "/work/demo".into(),
+            sandbox: SandboxHealth::Ok,
+            network: false,
+            standard: None,
+            tokens: 0,
+            busy: false,
         },
-        t0,
-    );
+        theme: Theme::named(theme).unwrap(),
+        keyboard_enhanced: true,
+        cwd: "/work/demo".into(),
+        no_model: (!model).then(|| "no model is configured for provider `default`".to_string()),
+        warnings: Vec::new(),
+        results: None,
+    }
+}
+
+pub fn app_with(theme: &str, model: bool, t0: Instant) -> App {
+    let mut app = App::new(init_with(theme, model), t0);
     app.update(Event::Resize(80, 24));
     app
 }

@@ -93,7 +93,7 @@ fn terminal_cell_finished_unfolded_then_folded() {
     );
     insta::assert_snapshot!("terminal_cell_unfolded", render(&app, 80, 24));
     press(&mut app, key(KeyCode::Tab), t0);
-    press(&mut app, key(KeyCode::Enter), t0);
+    press(&mut app, key(KeyCode::Char('f')), t0);
     insta::assert_snapshot!("terminal_cell_folded", render(&app, 80, 24));
 }
 
@@ -125,7 +125,7 @@ fn patch_cell_with_its_diff_unfolded_and_folded() {
     patch_call(&mut app, "src/lib.rs", b"a\nb\nc\n", b"a\nB\nc\nd\n", args);
     insta::assert_snapshot!("patch_cell_unfolded", render(&app, 80, 24));
     press(&mut app, key(KeyCode::Tab), t0);
-    press(&mut app, key(KeyCode::Enter), t0);
+    press(&mut app, key(KeyCode::Char('f')), t0);
     insta::assert_snapshot!("patch_cell_folded", render(&app, 80, 24));
 }
 

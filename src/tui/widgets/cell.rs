@@ -183,6 +183,14 @@ fn strip_escapes(s: &str) -> String {
     }
 }
 
+/// `… N earlier lines · Enter (or Ctrl+O): whole output`.
+fn more(n: u64, what: &str, theme: &Theme) -> Line<'static> {
+    Line::styled(
+        format!("… {n} {what} · Enter/Ctrl+O: whole output"),
+        theme.hint(),
+    )
+}
+
 fn tool_lines(
     t: &ToolCell,
     folded: bool,
@@ -220,6 +228,10 @@ fn tool_lines(
     match (t.name.as_str(), &t.envelope) {
         ("terminal", None) => {
             let n = t.live.len();
+            let earlier = t.lines_seen.saturating_sub(n.min(SHOWN_OUTPUT) as u64);
+            if earlier > 0 {
+                v.push(more(earlier, "earlier lines", theme));
+            }
             let tail = t
                 .live
                 .iter()
@@ -236,11 +248,11 @@ fn tool_lines(
         }
         ("terminal", Some(e)) => {
             let all: Vec<&str> = e.stdout.lines().chain(e.stderr.lines()).collect();
-            if all.len() > SHOWN_OUTPUT {
-                v.push(Line::styled(
-                    format!("… {} earlier lines", all.len() - SHOWN_OUTPUT),
-                    theme.hint(),
-                ));
+            // Counted on the whole output (the envelope's text may be cut in its middle).
+            let shown = all.len().min(SHOWN_OUTPUT) as u64;
+            let total = e.total_lines.max(all.len() as u64);
+            if total > shown {
+                v.push(more(total - shown, "earlier lines", theme));
             }
             v.extend(
                 ansi_lines(
@@ -261,8 +273,9 @@ fn tool_lines(
                 .collect::<Vec<_>>()
                 .join("\n");
             v.extend(highlight(&text, &t.target(), theme).into_iter().map(gutter));
-            if e.stdout.lines().count() > SHOWN_EXCERPT {
-                v.push(Line::styled("…", theme.hint()));
+            let total = e.total_lines.max(e.stdout.lines().count() as u64);
+            if total > SHOWN_EXCERPT as u64 {
+                v.push(more(total - SHOWN_EXCERPT as u64, "more lines", theme));
             }
         }
         (_, Some(e)) if t.diff.is_none() => {
@@ -273,6 +286,10 @@ fn tool_lines(
             };
             for l in text.lines().take(SHOWN_EXCERPT) {
                 v.push(gutter(Line::styled(l.to_string(), theme.text())));
+            }
+            let total = e.total_lines.max(text.lines().count() as u64);
+            if total > SHOWN_EXCERPT as u64 {
+                v.push(more(total - SHOWN_EXCERPT as u64, "more lines", theme));
             }
         }
         _ => {}

@@ -7,6 +7,7 @@ pub mod audit_pane;
 pub mod cell;
 pub mod confirm;
 pub mod conversation;
+pub mod pager;
 pub mod popup;
 pub mod status_bar;
 pub mod wrap;
