@@ -167,6 +167,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         sandbox: Some(Box::pin(sandbox_health(health_config, network))),
         log_dir: state.join("spear"),
         audit_paths: AuditPaths::new(&state, &root),
+        notify: settings.as_ref().map(|s| s.notify).unwrap_or_default(),
         channel,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

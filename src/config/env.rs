@@ -65,6 +65,14 @@ pub const VARIABLES: &[Variable] = &[
         what: "any non-empty value: no colours on the screen or in `spear audit`",
     },
     Variable {
+        name: "TERM_PROGRAM",
+        what: "the terminal's name: with notify = \"auto\", iTerm.app, WezTerm and ghostty also get a desktop notification (OSC 9)",
+    },
+    Variable {
+        name: "TMUX",
+        what: "set inside tmux: notifications go through tmux's passthrough",
+    },
+    Variable {
         name: "XDG_CONFIG_HOME",
         what: "where config.toml lives (else ~/.config)",
     },
@@ -116,6 +124,16 @@ impl Env {
     /// `NO_COLOR` set to anything non-empty.
     pub fn no_color(&self) -> bool {
         self.get("NO_COLOR").is_some()
+    }
+
+    /// The terminal's name as it says it (`TERM_PROGRAM`).
+    pub fn term_program(&self) -> Option<String> {
+        self.get("TERM_PROGRAM")
+    }
+
+    /// Running inside tmux (`TMUX` set).
+    pub fn in_tmux(&self) -> bool {
+        self.get("TMUX").is_some()
     }
 
     /// The screen's log filter (`SPEAR_LOG`, default `info`).

@@ -20,6 +20,8 @@ pub struct ConfigFile {
     pub mode: Option<Spanned<String>>,
     pub network: Option<bool>,
     pub theme: Option<Spanned<String>>,
+    /// How the screen calls the person back: "auto", "bell", "osc9", "osc777" or "off".
+    pub notify: Option<Spanned<String>>,
     pub max_tool_calls: Option<Spanned<u32>>,
     pub response_max_tokens: Option<Spanned<u32>>,
     #[serde(default)]

@@ -117,6 +117,36 @@ pub struct ProviderConfig {
     pub context_window: Option<u64>,
 }
 
+/// How the screen calls the person back (a question opened, a turn ended) while its window
+/// may not have the focus. Every choice but `Off` rings the bell; the OSC ones also post a
+/// desktop notification whose text is fixed (never the model's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Notify {
+    /// The bell, and OSC 9 where `TERM_PROGRAM` names a terminal that shows it.
+    #[default]
+    Auto,
+    Bell,
+    /// iTerm2, WezTerm, Ghostty, kitty, Windows Terminal.
+    Osc9,
+    /// urxvt, foot, VTE terminals (GNOME Terminal, Tilix), WezTerm, Ghostty.
+    Osc777,
+    Off,
+}
+
+impl std::str::FromStr for Notify {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s.trim() {
+            "auto" => Notify::Auto,
+            "bell" => Notify::Bell,
+            "osc9" => Notify::Osc9,
+            "osc777" => Notify::Osc777,
+            "off" => Notify::Off,
+            other => return Err(format!("`{other}` is not a way to call you back")),
+        })
+    }
+}
+
 /// Everything resolved: immutable for the session.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -126,6 +156,8 @@ pub struct Settings {
     pub mode: ExecutionMode,
     pub network: bool,
     pub theme: String,
+    /// How the screen calls the person back when a question opens or a turn ends.
+    pub notify: Notify,
     pub max_tool_calls: u32,
     pub response_max_tokens: u32,
     /// `[sandbox]`, `[limits]`, `[cgroups]` and `[results]`: what the harness under the tools

@@ -10,7 +10,7 @@ use toml::Spanned;
 use super::env::Env;
 use super::file::{ConfigFile, place, place_of_table};
 use super::{
-    ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings,
+    ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings, Notify,
     OPENAI_BASE_URL, ProviderConfig, Settings,
 };
 use crate::harness::primitives::ExecutionMode;
@@ -72,8 +72,19 @@ pub fn resolve(
         Some(t) => t.get_ref().trim().to_string(),
         None => "dark".to_string(),
     };
+    let notify = match &file.notify {
+        Some(n) => n.get_ref().parse().map_err(|e: String| {
+            bad(
+                &n.span(),
+                e,
+                "write notify = \"auto\", \"bell\", \"osc9\", \"osc777\" or \"off\"",
+            )
+        })?,
+        None => Notify::Auto,
+    };
     let harness = harness(path, text, file, env)?;
     Ok(Settings {
+        notify,
         config_path: path.to_path_buf(),
         provider: provider(path, text, file, env, flags)?,
         mode,

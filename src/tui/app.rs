@@ -16,6 +16,7 @@ use crate::tui::audit::AuditView;
 use crate::tui::cells::{CellKind, Cells, NoticeKind};
 use crate::tui::diff::FileDiff;
 use crate::tui::event::{Effect, Event};
+use crate::tui::notify::CallBack;
 use crate::tui::pager::{PageSource, Pager, StoredSource, TextSource};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::confirm::Confirm;
@@ -81,6 +82,8 @@ pub struct App {
     /// When Shift+Tab was pressed in ASK: a second press within [`QUIT_WINDOW`] enters AUTO.
     pub auto_armed: Option<Instant>,
     pub quit: bool,
+    /// Output arrived below the view while it was scrolled up (cleared at the bottom).
+    pub unseen: bool,
     /// Whether the terminal said Spear's window has the focus (`None`: it never said, which
     /// counts as not focused, so the bell rings).
     pub window_focused: Option<bool>,
@@ -123,6 +126,7 @@ impl App {
             quit_armed: None,
             auto_armed: None,
             quit: false,
+            unseen: false,
             queued: None,
             window_focused: None,
             pending_context: Vec::new(),
@@ -162,9 +166,14 @@ impl App {
         id
     }
 
-    /// The rows the conversation pane has (the screen less composer, status and borders).
+    /// The rows the conversation pane has (the screen less composer or docked dialog, status
+    /// and borders).
     pub fn page(&self) -> usize {
-        usize::from(self.size.1.saturating_sub(8)).max(1)
+        let below = match &self.confirm {
+            Some(c) => crate::tui::widgets::confirm::dock_height(c, self.size, &self.theme),
+            None => 6,
+        };
+        usize::from(self.size.1.saturating_sub(below + 2)).max(1)
     }
 
     pub fn update(&mut self, event: Event) -> Vec<Effect> {
@@ -209,12 +218,26 @@ impl App {
             Event::Agent(e) => {
                 let ended = matches!(e, AgentEvent::Done { .. });
                 let asking = self.confirm.is_some();
+                // Scrolled up, the view stays on what the person reads while output arrives
+                // below it, and a marker says there is more.
+                let before = (self.scroll > 0).then(|| self.content_height());
                 self.agent(e);
+                if let Some(before) = before {
+                    let grown = self.content_height().saturating_sub(before);
+                    if grown > 0 {
+                        self.scroll += grown;
+                        self.unseen = true;
+                    }
+                }
                 // Called back when a question opens or a turn ends, unless the person is
                 // known to be looking.
                 let opened = !asking && self.confirm.is_some();
                 if (opened || ended) && self.window_focused != Some(true) {
-                    fx.push(Effect::Bell);
+                    fx.push(Effect::CallBack(if opened {
+                        CallBack::Question
+                    } else {
+                        CallBack::TurnEnded
+                    }));
                 }
                 if ended && let Some(q) = self.queued.take() {
                     self.send(&q, &mut fx);
@@ -263,6 +286,14 @@ impl App {
             }
         }
         fx
+    }
+
+    /// Mark the call the dialog asks about as waiting for the person (or no longer).
+    pub(crate) fn set_awaiting(&mut self, call_id: &str, on: bool) {
+        if let Some((t, v)) = self.cells.tool_mut(call_id) {
+            t.awaiting = on;
+            *v = v.wrapping_add(1);
+        }
     }
 
     /// Lines the whole-output view shows: the screen less the status bar and the view's own
@@ -332,9 +363,23 @@ impl App {
         }
     }
 
+    /// Back to the newest output.
+    pub(crate) fn to_bottom(&mut self) {
+        self.scroll = 0;
+        self.unseen = false;
+    }
+
+    /// Lines of the whole conversation at the screen's width (heights are cached per cell).
+    fn content_height(&self) -> usize {
+        self.heights
+            .total(&self.cells, self.size.0, &self.theme, self.now)
+    }
+
     pub(crate) fn scroll_by(&mut self, delta: i64) {
         let wanted = (self.scroll as i64).saturating_add(delta).max(0) as usize;
-        let width = self.size.0.saturating_sub(2);
+        // The conversation pane is the screen's width (the widget measures at the same width,
+        // so the height cache is shared, not recomputed at two widths in turn).
+        let width = self.size.0;
         self.scroll = self.heights.clamp_scroll(
             &self.cells,
             width,
@@ -343,6 +388,9 @@ impl App {
             wanted,
             self.page(),
         );
+        if self.scroll == 0 {
+            self.unseen = false;
+        }
     }
 
     /// The status bar shows the mode at once; the session says from when it applies.
@@ -400,7 +448,7 @@ impl App {
             SessionEvent::Started { id, .. } => {
                 self.cells = Cells::default();
                 self.heights.clear();
-                self.scroll = 0;
+                self.to_bottom();
                 self.focused_cell = None;
                 self.notice(NoticeKind::Info, format!("new session {id}"));
             }
@@ -437,7 +485,7 @@ impl App {
         use crate::agent::model::ChatMessage;
         self.cells = Cells::default();
         self.heights.clear();
-        self.scroll = 0;
+        self.to_bottom();
         for m in &s.messages {
             match m {
                 ChatMessage::User { content } => {

@@ -57,6 +57,7 @@ impl App {
                     network: r.network,
                     cwd: self.cwd.clone(),
                 };
+                self.set_awaiting(&view.call_id, true);
                 self.confirm = Some(Confirm::new(view, self.now));
             }
             AgentEvent::ApprovalAnswerRefused { reason, .. } => {
@@ -98,7 +99,9 @@ impl App {
                 self.cells.end_stream();
                 self.status.busy = false;
                 // A cancel answered the pending approval: its dialog has nothing left to decide.
-                self.confirm = None;
+                if let Some(c) = self.confirm.take() {
+                    self.set_awaiting(&c.view.call_id, false);
+                }
                 match reason {
                     StopReason::Finished => {}
                     StopReason::Cancelled => {

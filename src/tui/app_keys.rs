@@ -139,9 +139,19 @@ impl App {
             }
             return;
         }
+        // The conversation scrolls under an open dialog (the output it asks about stays
+        // readable); these keys answer nothing.
+        match key.code {
+            KeyCode::PageUp if self.pager.is_none() => return self.scroll_by(self.page() as i64),
+            KeyCode::PageDown if self.pager.is_none() => {
+                return self.scroll_by(-(self.page() as i64));
+            }
+            _ => {}
+        }
         if let Some(c) = &mut self.confirm {
             if let Some(d) = c.key(key, at) {
                 self.confirm = None;
+                self.set_awaiting(&d.call_id, false);
                 // The cell's clock measures the call, not the time the dialog was open.
                 if let Some((t, _)) = self.cells.tool_mut(&d.call_id) {
                     t.started = at;
@@ -186,8 +196,6 @@ impl App {
                 fx.push(Effect::Cancel);
                 return self.notice(NoticeKind::Info, "cancelling the turn…");
             }
-            KeyCode::PageUp => return self.scroll_by(self.page() as i64),
-            KeyCode::PageDown => return self.scroll_by(-(self.page() as i64)),
             _ => {}
         }
         match self.focus {
@@ -289,7 +297,7 @@ impl App {
                 }
             }
             Some(CellAction::Top) => self.scroll_by(i64::MAX / 4),
-            Some(CellAction::Bottom) => self.scroll = 0,
+            Some(CellAction::Bottom) => self.to_bottom(),
             Some(CellAction::Composer) => self.focus = Focus::Composer,
             None => {}
         }
@@ -349,7 +357,7 @@ impl App {
                 if key.code == KeyCode::Home {
                     self.scroll_by(i64::MAX / 4);
                 } else {
-                    self.scroll = 0;
+                    self.to_bottom();
                 }
             }
             _ => {
@@ -373,7 +381,7 @@ impl App {
         if self.history.last().map(String::as_str) != Some(text) {
             self.history.push(text.to_string());
         }
-        self.scroll = 0;
+        self.to_bottom();
         match input {
             // Kept, not dropped: sent when the turn ends.
             Input::Prompt(_) | Input::Command(_) if self.busy() => {

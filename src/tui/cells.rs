@@ -36,6 +36,8 @@ pub struct ToolCell {
     pub partial: String,
     /// Lines of live output in all (more than `live` holds once it is past `LIVE_LINES`).
     pub lines_seen: u64,
+    /// The ASK dialog is asking about this call: it waits for the person, it is not running.
+    pub awaiting: bool,
     pub started: Instant,
     pub duration: Option<Duration>,
     pub envelope: Option<Box<ToolResultEnvelope>>,
@@ -53,6 +55,7 @@ impl ToolCell {
             live: VecDeque::new(),
             partial: String::new(),
             lines_seen: 0,
+            awaiting: false,
             started: now,
             duration: None,
             envelope: None,

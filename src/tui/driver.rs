@@ -10,6 +10,7 @@ use crate::tui::audit::PAGE;
 use crate::tui::audit_feed::AuditFeed;
 use crate::tui::event::{Effect, Event};
 use crate::tui::history::PromptHistory;
+use crate::tui::notify::Caller;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub struct Driver {
@@ -23,6 +24,8 @@ pub struct Driver {
     /// saving stopped).
     pub(crate) history: PromptHistory,
     history_failed: bool,
+    /// How the person is called back on this terminal.
+    caller: Caller,
 }
 
 impl Driver {
@@ -30,6 +33,7 @@ impl Driver {
         session: SessionHandle,
         tx: UnboundedSender<Event>,
         audit_paths: AuditPaths,
+        caller: Caller,
     ) -> Self {
         Driver {
             session,
@@ -39,6 +43,7 @@ impl Driver {
             history: PromptHistory::beside(&audit_paths),
             history_failed: false,
             audit_paths,
+            caller,
         }
     }
 
@@ -101,8 +106,8 @@ impl Driver {
                 crate::tui::terminal::copy_osc52(&text);
                 return true;
             }
-            Effect::Bell => {
-                crate::tui::terminal::bell();
+            Effect::CallBack(why) => {
+                crate::tui::terminal::write_bytes(&self.caller.bytes(why));
                 return true;
             }
         };

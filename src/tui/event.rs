@@ -114,7 +114,7 @@ pub enum Effect {
     AuditOlder,
     /// Copy to the terminal's clipboard (OSC 52).
     Copy(String),
-    /// Call the person back: the terminal's bell (a question opened, or a turn ended, while
-    /// Spear's window may not have the focus).
-    Bell,
+    /// Call the person back (a question opened, or a turn ended, while Spear's window may not
+    /// have the focus): the bell, and a desktop notification where one is shown.
+    CallBack(crate::tui::notify::CallBack),
 }

@@ -18,6 +18,7 @@ pub mod event;
 pub(crate) mod highlight;
 pub mod history;
 pub(crate) mod markdown;
+pub mod notify;
 pub mod pager;
 pub mod preview;
 pub(crate) mod terminal;
@@ -68,6 +69,8 @@ pub struct Launch<M: ChatModel + 'static> {
     pub sandbox: Option<HealthCheck>,
     pub log_dir: PathBuf,
     pub audit_paths: AuditPaths,
+    /// How the person is called back (`notify` in the config).
+    pub notify: crate::config::Notify,
     /// The loop's own channel (background results of the driver).
     pub channel: (UnboundedSender<Event>, UnboundedReceiver<Event>),
 }
@@ -129,6 +132,7 @@ impl Screen {
         start: &SessionStart,
         audit_paths: AuditPaths,
         channel: (UnboundedSender<Event>, UnboundedReceiver<Event>),
+        caller: notify::Caller,
     ) -> Screen {
         let mut app = App::new(init, Instant::now());
         let mut first = None;
@@ -142,7 +146,7 @@ impl Screen {
         }
         let (tx, own) = channel;
         let (handle, streams, _join) = session.spawn();
-        let mut driver = Driver::new(handle.clone(), tx, audit_paths);
+        let mut driver = Driver::new(handle.clone(), tx, audit_paths, caller);
         // The prompts of earlier runs in this workspace come first in the history.
         let mut earlier = driver.history.load();
         earlier.append(&mut app.history);
@@ -238,6 +242,7 @@ pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<S
         &launch.start,
         launch.audit_paths,
         launch.channel,
+        notify::Caller::from_env(launch.notify),
     );
     if let Some(check) = launch.sandbox {
         let tx = screen.driver.loop_sender();

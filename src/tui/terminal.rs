@@ -85,11 +85,14 @@ fn install_panic_hook() {
     }));
 }
 
-/// The terminal's bell (BEL), which terminals and tmux turn into a sound, an urgency hint or
-/// a marked window. Fixed bytes: nothing the model wrote is ever sent with it.
-pub fn bell() {
+/// Write fixed bytes to the terminal (the bell, a notification: `notify::Caller`'s bytes,
+/// which never carry model text).
+pub fn write_bytes(bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
     let mut out = stdout();
-    let _ = out.write_all(b"\x07");
+    let _ = out.write_all(bytes);
     let _ = out.flush();
 }
 

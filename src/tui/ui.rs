@@ -12,7 +12,7 @@ use crate::harness::audit::display::is_unsafe_char;
 use crate::tui::app::{App, Focus};
 use crate::tui::commands;
 use crate::tui::widgets::audit_pane::AuditPane;
-use crate::tui::widgets::confirm::ConfirmWidget;
+use crate::tui::widgets::confirm::{ConfirmWidget, dock_height};
 use crate::tui::widgets::conversation::ConversationWidget;
 use crate::tui::widgets::pager::PagerWidget;
 use crate::tui::widgets::popup::PopupWidget;
@@ -25,7 +25,11 @@ pub fn draw(app: &App, frame: &mut Frame) {
 }
 
 fn regions(app: &App, area: Rect) -> [Rect; 4] {
-    let composer_h = (app.composer.lines().len() as u16).clamp(1, 6) + 2;
+    // The dialog docks where the composer is (which takes no key while it is open).
+    let composer_h = match &app.confirm {
+        Some(c) => dock_height(c, (area.width, area.height), &app.theme),
+        None => (app.composer.lines().len() as u16).clamp(1, 6) + 2,
+    };
     let audit_h = if app.audit_open {
         area.height * 2 / 5
     } else {
@@ -55,6 +59,7 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
             .flatten(),
         theme: t,
         now: app.now,
+        unseen: app.unseen,
     }
     .render(conv, buf);
     if app.audit_open {
@@ -64,28 +69,9 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
         }
         .render(audit, buf);
     }
-    let text = app.composer.lines().join("\n");
-    let completions = commands::complete(&text);
-    let title = match (&app.queued, completions.is_empty()) {
-        (_, false) => format!(" Tab: {} ", completions.join("  ")),
-        (Some(q), true) => {
-            let first: String = q.lines().next().unwrap_or("").chars().take(40).collect();
-            format!(" queued, sent when the turn ends: {first}… (↑ edits) ")
-        }
-        (None, true) => String::new(),
-    };
-    let border = if app.focus == Focus::Composer {
-        t.fg(t.mode_color(app.status.mode))
-    } else {
-        t.hint()
-    };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(border)
-        .title(Span::styled(title, t.hint()));
-    let inner = block.inner(comp);
-    block.render(comp, buf);
-    app.composer.render(inner, buf);
+    if app.confirm.is_none() {
+        render_composer(app, comp, buf);
+    }
     let hints = app.hints();
     StatusBar {
         info: &app.status,
@@ -109,9 +95,35 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
             confirm: c,
             theme: t,
         }
-        .render(area, buf);
+        .render(comp, buf);
     }
     scrub(buf, area);
+}
+
+fn render_composer(app: &App, comp: Rect, buf: &mut ratatui::buffer::Buffer) {
+    let t = &app.theme;
+    let text = app.composer.lines().join("\n");
+    let completions = commands::complete(&text);
+    let title = match (&app.queued, completions.is_empty()) {
+        (_, false) => format!(" Tab: {} ", completions.join("  ")),
+        (Some(q), true) => {
+            let first: String = q.lines().next().unwrap_or("").chars().take(40).collect();
+            format!(" queued, sent when the turn ends: {first}… (↑ edits) ")
+        }
+        (None, true) => String::new(),
+    };
+    let border = if app.focus == Focus::Composer {
+        t.fg(t.mode_color(app.status.mode))
+    } else {
+        t.hint()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(Span::styled(title, t.hint()));
+    let inner = block.inner(comp);
+    block.render(comp, buf);
+    app.composer.render(inner, buf);
 }
 
 /// The last wall before the terminal: whatever text reached a cell (a file's name, a command's

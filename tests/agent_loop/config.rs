@@ -57,6 +57,22 @@ fn the_first_run_writes_commented_defaults_that_resolve_to_the_documented_values
     assert_eq!(s.response_max_tokens, 16384);
     assert_eq!(s.harness.refusal_repeats, 5);
     assert_eq!(s.theme, "dark");
+    assert_eq!(s.notify, config::Notify::Auto);
+    for (text, want) in [
+        ("osc9", config::Notify::Osc9),
+        ("osc777", config::Notify::Osc777),
+        ("bell", config::Notify::Bell),
+        ("off", config::Notify::Off),
+    ] {
+        let set = load_text(
+            &path,
+            &format!("notify = \"{text}\"\n"),
+            &[("SPEAR_MODEL", "m"), ("OPENAI_API_KEY", KEY)],
+            &Flags::default(),
+        )
+        .unwrap();
+        assert_eq!(set.notify, want, "{text}");
+    }
     assert_eq!(s.provider.name, "default");
     assert_eq!(s.provider.base_url, "https://api.openai.com/v1");
     assert_eq!(s.provider.model, "gpt-test");
@@ -158,6 +174,7 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
             "`providers.x.base_url`",
         ),
         ("mode = \n", ":1:", "`mode`"),
+        ("\nnotify = \"loud\"\n", ":2:", "`notify`"),
     ];
     for (text, line, key) in cases {
         let e = err(&path, text, &[("SPEAR_MODEL", "m")]);

@@ -421,12 +421,14 @@ pub const TABLE: &[Layer] = &[
             ("agent", "the screen drives the session actor"),
             (
                 "config",
-                "the log filter and NO_COLOR are read where every variable is",
+                "the log filter and NO_COLOR are read where every variable is; `notify` says \
+                 how the person is called back",
             ),
             (
                 "tools",
-                "the screen shows envelopes, drives the router and draws the tools' own previews \
-                 (it reaches no tool's code: no second parser of a call)",
+                "the screen shows envelopes, drives the router, draws the tools' own previews \
+                 (it reaches no tool's code: no second parser of a call) and pages stored \
+                 results",
             ),
             (
                 "primitives",

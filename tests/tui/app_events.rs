@@ -11,6 +11,7 @@ use spear::harness::audit::DecidedBy;
 use spear::harness::command_policy::ApprovalDecision;
 use spear::harness::primitives::ExecutionMode;
 use spear::tui::event::{Effect, Event};
+use spear::tui::notify::CallBack;
 
 use crate::support::*;
 
@@ -78,7 +79,10 @@ fn a_message_sent_during_a_turn_is_queued_and_sent_when_it_ends() {
     }));
     assert_eq!(
         fx,
-        vec![Effect::Bell, Effect::Submit("second edited".into())]
+        vec![
+            Effect::CallBack(CallBack::TurnEnded),
+            Effect::Submit("second edited".into())
+        ]
     );
     assert!(app.busy() && app.queued.is_none());
     assert_eq!(composer_text(&app), "thi");
@@ -110,13 +114,24 @@ fn the_bell_rings_for_a_question_or_a_finished_turn_unless_the_window_has_focus(
             &[],
             false,
         )));
-        assert_eq!(fx.contains(&Effect::Bell), rings, "{focus:?}: {fx:?}");
+        assert_eq!(
+            fx.iter().any(|e| matches!(e, Effect::CallBack(_))),
+            rings,
+            "{focus:?}: {fx:?}"
+        );
         // Not again for the same question.
         let fx = app.update(Event::Agent(AgentEvent::TextDelta { text: "x".into() }));
-        assert!(!fx.contains(&Effect::Bell), "{fx:?}");
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::CallBack(_))),
+            "{fx:?}"
+        );
         press(&mut app, key(KeyCode::Char('n')), ms(t0, 1000));
         let fx = app.update(done());
-        assert_eq!(fx.contains(&Effect::Bell), rings, "{focus:?}: {fx:?}");
+        assert_eq!(
+            fx.iter().any(|e| matches!(e, Effect::CallBack(_))),
+            rings,
+            "{focus:?}: {fx:?}"
+        );
     }
 }
 

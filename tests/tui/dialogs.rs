@@ -9,7 +9,7 @@ use serde_json::json;
 use spear::agent::event::AgentEvent;
 use spear::tools::preview::{FileChange, Preview};
 use spear::tui::diff::FileDiff;
-use spear::tui::event::Event;
+use spear::tui::event::{Effect, Event};
 
 use crate::support::*;
 
@@ -133,4 +133,80 @@ fn a_2000_character_command_is_wrapped_and_scrolls_never_cut() {
         press(&mut app, key(KeyCode::Down), ms(t0, 1000));
     }
     insta::assert_snapshot!("ask_long_command_scrolled", render(&app, 80, 24));
+}
+
+/// A long answer, then a command asked about: the dialog docks at the bottom, the cell says it
+/// waits, PgUp scrolls the conversation above it and answers nothing, and the answer clears the
+/// waiting state.
+#[test]
+fn the_docked_dialog_leaves_the_conversation_readable_and_scrollable() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    let answer: String = (1..=60).map(|i| format!("paragraph {i}\n\n")).collect();
+    agent(&mut app, AgentEvent::TextDelta { text: answer });
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "terminal".into(),
+            arguments: json!({"command": "touch x"}),
+        },
+    );
+    agent(
+        &mut app,
+        approval("c1", "touch x", "WORKSPACE_MUTATING", &["x"], false),
+    );
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("waiting for your answer"), "{screen}");
+    let rows: Vec<&str> = screen.lines().collect();
+    let dialog_row = rows.iter().position(|r| r.contains("Spear asks")).unwrap();
+    let waiting_row = rows.iter().position(|r| r.contains("waiting for")).unwrap();
+    assert!(
+        waiting_row < dialog_row,
+        "the cell stays above the dialog:\n{screen}"
+    );
+    assert!(
+        dialog_row > 5,
+        "docked at the bottom, not over the middle:\n{screen}"
+    );
+    // PgUp scrolls what is above; the dialog stays open and undecided.
+    press(&mut app, key(KeyCode::PageUp), ms(t0, 1000));
+    assert!(app.scroll > 0);
+    assert!(app.confirm.is_some());
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("paragraph 5"), "{screen}");
+    assert!(screen.contains("Spear asks"), "{screen}");
+    let fx = press(&mut app, key(KeyCode::Char('y')), ms(t0, 2000));
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Answer { .. })),
+        "{fx:?}"
+    );
+    assert!(!app.cells.tool("c1").unwrap().awaiting);
+}
+
+/// Scrolled up while output arrives: the view stays on what the person reads and a marker
+/// says there is more below, until they are back at the bottom.
+#[test]
+fn output_below_a_scrolled_view_keeps_the_view_and_shows_a_marker() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    let answer: String = (1..=60).map(|i| format!("paragraph {i}\n\n")).collect();
+    agent(&mut app, AgentEvent::TextDelta { text: answer });
+    press(&mut app, key(KeyCode::PageUp), t0);
+    let before = render(&app, 80, 24);
+    assert!(!before.contains("new output below"), "{before}");
+    agent(
+        &mut app,
+        AgentEvent::TextDelta {
+            text: "more\n\nand more\n\nand even more\n".into(),
+        },
+    );
+    let after = render(&app, 80, 24);
+    assert!(after.contains("new output below"), "{after}");
+    let top = |s: &str| s.lines().take(10).collect::<Vec<_>>().join("\n");
+    assert_eq!(top(&before), top(&after), "the view did not move");
+    press(&mut app, key(KeyCode::PageDown), t0);
+    press(&mut app, key(KeyCode::PageDown), t0);
+    assert_eq!(app.scroll, 0);
+    assert!(!render(&app, 80, 24).contains("new output below"));
 }

@@ -146,6 +146,7 @@ fn rig(f: &Fixture, model: std::sync::Arc<ScriptedModel>, network: bool) -> Rig 
         &SessionStart::New,
         spear::harness::audit::AuditPaths::new(&f.state, &f.project),
         unbounded_channel(),
+        spear::tui::notify::Caller::new(spear::config::Notify::Bell, None, false),
     );
     let (keys, key_rx) = unbounded_channel::<TermEvent>();
     let input = futures_util::stream::unfold(key_rx, |mut rx| async move {

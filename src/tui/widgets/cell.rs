@@ -113,6 +113,7 @@ fn refused(t: &ToolCell) -> bool {
 
 fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     let (glyph, gstyle) = match &t.envelope {
+        None if t.awaiting => ("?", theme.fg(theme.warning).add_modifier(Modifier::BOLD)),
         None => ("⠿", theme.accent()),
         Some(_) if refused(t) => ("⊘", theme.danger()),
         Some(e) if e.succeeded() => ("✓", theme.fg(theme.added)),
@@ -137,6 +138,13 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
         ));
     }
     spans.push(Span::styled(format!(" {}", t.target()), theme.text()));
+    if t.envelope.is_none() && t.awaiting {
+        spans.push(Span::styled(
+            "  waiting for your answer",
+            theme.fg(theme.warning).add_modifier(Modifier::BOLD),
+        ));
+        return Line::from(spans);
+    }
     let took = t
         .duration
         .unwrap_or_else(|| now.saturating_duration_since(t.started));

@@ -144,6 +144,7 @@ impl Confirm {
             ("n/Esc", "deny"),
             ("m", "deny with message"),
             ("↑↓", "scroll"),
+            ("PgUp/PgDn", "conversation"),
         ]
     }
 
@@ -217,7 +218,19 @@ impl Confirm {
     }
 }
 
-/// Renders the dialog centred in `area`.
+/// Rows the docked dialog takes at the bottom of a screen of `size` (width, height): what it
+/// needs, at most three fifths of the screen, so the conversation above it (the output the
+/// question is about) stays readable and scrollable.
+pub fn dock_height(c: &Confirm, size: (u16, u16), theme: &Theme) -> u16 {
+    let (w, h) = size;
+    let inner_w = w.saturating_sub(2).max(1);
+    let body = c.body(inner_w, theme).len() as u16;
+    let hints = wrap::wrap_line(super::hint_line(&c.hints(), theme), inner_w).len() as u16;
+    let most = (h.saturating_sub(2) * 3 / 5).max(6);
+    (body + hints + 2).min(most).min(h.saturating_sub(2))
+}
+
+/// Renders the dialog docked in `area` (the whole width, above the status bar).
 pub struct ConfirmWidget<'a> {
     pub confirm: &'a Confirm,
     pub theme: &'a Theme,
@@ -226,20 +239,18 @@ pub struct ConfirmWidget<'a> {
 impl Widget for ConfirmWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
-        let w = area.width.saturating_sub(4).clamp(20, 110).min(area.width);
-        let inner_w = w.saturating_sub(2);
+        let rect = area;
+        let h = rect.height;
+        let inner_w = rect.width.saturating_sub(2);
         let body = self.confirm.body(inner_w, t);
         let hints = wrap::wrap_line(super::hint_line(&self.confirm.hints(), t), inner_w);
         let hint_h = hints.len() as u16;
-        let max_h = area.height.saturating_sub(2).max(5);
-        let h = (body.len() as u16 + 2 + hint_h).min(max_h);
-        let rect = super::centered(area, w, h);
         Clear.render(rect, buf);
         let view_h = h.saturating_sub(2 + hint_h) as usize;
         let max_scroll = body.len().saturating_sub(view_h);
         let scroll = (self.confirm.scroll as usize).min(max_scroll);
         let more = if max_scroll > scroll {
-            format!(" ↓ {} more lines ", body.len() - view_h - scroll)
+            format!(" ↓ {} more lines (↑↓) ", body.len() - view_h - scroll)
         } else {
             String::new()
         };

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
@@ -81,6 +82,8 @@ pub struct ConversationWidget<'a> {
     pub focused: Option<usize>,
     pub theme: &'a Theme,
     pub now: Instant,
+    /// Output arrived below a scrolled-up view: a marker on its last row says so.
+    pub unseen: bool,
 }
 
 impl Widget for ConversationWidget<'_> {
@@ -122,5 +125,19 @@ impl Widget for ConversationWidget<'_> {
             },
             buf,
         );
+        if self.unseen && self.scroll > 0 {
+            let marker = Line::from(Span::styled(
+                " ↓ new output below · End ",
+                self.theme.accent().add_modifier(Modifier::REVERSED),
+            ));
+            let row = Rect {
+                y: area.bottom() - 1,
+                height: 1,
+                ..area
+            };
+            Paragraph::new(marker)
+                .alignment(ratatui::layout::Alignment::Right)
+                .render(row, buf);
+        }
     }
 }
