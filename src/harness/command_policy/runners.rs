@@ -323,6 +323,15 @@ impl Cx<'_> {
                             .iter()
                             .take_while(|a| prefix_assignment(a).is_some())
                             .count();
+                        if prefix > 0 {
+                            // Where `time` is not the keyword (after `|` or `|&`, `\time`), it
+                            // is GNU time, which runs a program named `NAME=v` from PATH.
+                            self.raise(
+                                ShellComplex,
+                                "`time NAME=value …` runs a program named `NAME=value` where \
+                                 `time` is the program, not the keyword (after `|`, or `\\time`)",
+                            );
+                        }
                         for a in &args[i..i + prefix] {
                             if let Some(name) = prefix_assignment(a) {
                                 self.env_assignment(name, "the command sets");
