@@ -128,9 +128,75 @@ fn audit_open(c: &mut Criterion) {
     });
 }
 
+/// A Markdown answer of about `bytes` bytes: headings, paragraphs with inline markup, lists,
+/// quotes and fenced code, as models write them.
+fn markdown_answer(bytes: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < bytes {
+        i += 1;
+        s.push_str(&format!(
+            "## Step {i}\n\nThe **parser** reads `src/lib.rs` and calls *resolve* on each \
+             [entry](https://example.invalid/{i}); the result is cached.\n\n\
+             - first, check the `Cargo.toml`\n- then run **the tests**\n\n\
+             > note: nothing here runs by itself\n\n\
+             ```rust\nfn step_{i}(x: u32) -> u32 {{\n    x + {i}\n}}\n```\n\n"
+        ));
+    }
+    s
+}
+
+/// CPU per streamed chunk (one 40-byte delta, then one frame) when the answer is `at` bytes
+/// long: the screen's cost must not grow with the answer (issue 21: end-to-start ratio at
+/// most 1.5 over a 100 KB answer).
+fn stream_chunk(c: &mut Criterion, name: &str, at: usize) {
+    let text = markdown_answer(100_000);
+    let chunks: Vec<String> = text
+        .as_bytes()
+        .chunks(40)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    let start = at / 40;
+    let area = Rect::new(0, 0, 120, 40);
+    c.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut spent = std::time::Duration::ZERO;
+            let mut done = 0;
+            while done < iters {
+                // A fresh answer at the same length every 100 chunks, so it stays near `at`;
+                // built and drawn once outside the clock, as a live stream would have.
+                let mut app = app();
+                app.update(Event::Resize(120, 40));
+                app.update(Event::Agent(AgentEvent::TextDelta {
+                    text: chunks[..start].concat(),
+                }));
+                let mut buf = Buffer::empty(area);
+                spear::tui::ui::render(&app, area, &mut buf);
+                let n = (iters - done).min(100);
+                let t = Instant::now();
+                for k in 0..n as usize {
+                    app.update(Event::Agent(AgentEvent::TextDelta {
+                        text: chunks[(start + k) % chunks.len()].clone(),
+                    }));
+                    let mut buf = Buffer::empty(area);
+                    spear::tui::ui::render(&app, area, &mut buf);
+                }
+                spent += t.elapsed();
+                done += n;
+            }
+            spent
+        })
+    });
+}
+
+fn markdown_stream(c: &mut Criterion) {
+    stream_chunk(c, "markdown_chunk_at_1kb", 1_000);
+    stream_chunk(c, "markdown_chunk_at_100kb", 96_000);
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = frame, audit_open
+    targets = frame, audit_open, markdown_stream
 }
 criterion_main!(benches);

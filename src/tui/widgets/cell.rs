@@ -37,20 +37,8 @@ pub fn lines(cell: &Cell, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'
             v
         }
         CellKind::Assistant { text, streaming } => {
-            let mut head = vec![Span::styled(
-                "spear",
-                theme.fg(theme.added).add_modifier(Modifier::BOLD),
-            )];
-            if *streaming {
-                head.push(Span::styled(" …", theme.secondary()));
-            }
-            let mut v = vec![Line::from(head)];
-            if cell.folded {
-                v[0].spans.push(Span::styled(
-                    format!("  {}", first_line(text)),
-                    theme.secondary(),
-                ));
-            } else {
+            let mut v = vec![assistant_header(text, *streaming, cell.folded, theme)];
+            if !cell.folded {
                 v.extend(markdown::render(text, theme));
             }
             v
@@ -87,6 +75,25 @@ pub fn lines(cell: &Cell, width: u16, theme: &Theme, now: Instant) -> Vec<Line<'
     let mut out = wrap::wrap_all(body, inner);
     out.push(Line::default());
     out
+}
+
+/// The first line of an answer's cell: who speaks, whether it is still streaming, and the
+/// answer's first line when folded.
+pub fn assistant_header(text: &str, streaming: bool, folded: bool, theme: &Theme) -> Line<'static> {
+    let mut head = vec![Span::styled(
+        "spear",
+        theme.fg(theme.added).add_modifier(Modifier::BOLD),
+    )];
+    if streaming {
+        head.push(Span::styled(" …", theme.secondary()));
+    }
+    if folded {
+        head.push(Span::styled(
+            format!("  {}", first_line(text)),
+            theme.secondary(),
+        ));
+    }
+    Line::from(head)
 }
 
 fn first_line(text: &str) -> String {
