@@ -22,6 +22,7 @@ use spear::harness::sandbox::PreflightFailure;
 use spear::tui::app::AppInit;
 use spear::tui::preview::PreviewObserver;
 use spear::tui::theme::Theme;
+use spear::tui::theme_choice::ThemeChoice;
 use spear::tui::widgets::status_bar::{SandboxHealth, StatusInfo};
 use spear::tui::{Launch, SessionStart};
 
@@ -71,10 +72,23 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         Some(s) => s.harness.clone(),
         None => super::common::harness_settings()?,
     };
+    let place = Place::find(args.workspace.clone())?;
+    let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
     let no_color = spear::config::Env::Process.no_color();
-    let theme_name = settings.as_ref().map_or("dark", |s| s.theme.as_str());
+    // A theme chosen with /theme (kept in the state directory) wins; then the config's; with
+    // neither, the terminal's background picks dark or light when the screen opens.
+    let theme_choice = ThemeChoice::in_state(&state);
+    let configured = settings
+        .as_ref()
+        .filter(|s| s.theme_set)
+        .map(|s| s.theme.clone());
+    let (theme_name, theme_auto) = match (theme_choice.load(), configured) {
+        (Some(kept), _) => (kept, false),
+        (None, Some(c)) => (c, false),
+        (None, None) => ("dark".to_string(), true),
+    };
     let mut warnings = Vec::new();
-    let theme = match Theme::load(theme_name, no_color) {
+    let theme = match Theme::load(&theme_name, no_color) {
         Ok(t) => t,
         Err(e) => {
             warnings.push(format!(
@@ -84,8 +98,6 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             Theme::load("dark", no_color)?
         }
     };
-    let place = Place::find(args.workspace.clone())?;
-    let (root, cwd, state) = (place.root.clone(), place.cwd.clone(), place.state.clone());
     let channel = tokio::sync::mpsc::unbounded_channel();
     let audit_session = format!("tui-{}", spear::agent::transcript::now_rfc3339());
     let health_config = builder::runner_config(&root, &harness);
@@ -168,6 +180,8 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         log_dir: state.join("spear"),
         audit_paths: AuditPaths::new(&state, &root),
         notify: settings.as_ref().map(|s| s.notify).unwrap_or_default(),
+        theme_auto,
+        theme_choice: Some(theme_choice),
         channel,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -156,6 +156,8 @@ pub struct Settings {
     pub mode: ExecutionMode,
     pub network: bool,
     pub theme: String,
+    /// `theme` was written in the file (else the terminal's background may pick one).
+    pub theme_set: bool,
     /// How the screen calls the person back when a question opens or a turn ends.
     pub notify: Notify,
     pub max_tool_calls: u32,

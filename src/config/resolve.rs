@@ -85,6 +85,7 @@ pub fn resolve(
     let harness = harness(path, text, file, env)?;
     Ok(Settings {
         notify,
+        theme_set: file.theme.is_some(),
         config_path: path.to_path_buf(),
         provider: provider(path, text, file, env, flags)?,
         mode,

@@ -225,6 +225,17 @@ pub enum ToolStatus {
 }
 
 impl ToolStatus {
+    /// Every status, `Ok` first.
+    pub const ALL: [ToolStatus; 7] = [
+        ToolStatus::Ok,
+        ToolStatus::Denied,
+        ToolStatus::Cancelled,
+        ToolStatus::InvalidPath,
+        ToolStatus::NotFound,
+        ToolStatus::Timeout,
+        ToolStatus::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ToolStatus::Ok => "ok",
@@ -414,15 +425,7 @@ mod tests {
         assert_eq!(v["reason"], "outside");
         let back: ToolResult = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
-        for s in [
-            ToolStatus::Ok,
-            ToolStatus::Denied,
-            ToolStatus::Cancelled,
-            ToolStatus::InvalidPath,
-            ToolStatus::NotFound,
-            ToolStatus::Timeout,
-            ToolStatus::Failed,
-        ] {
+        for s in ToolStatus::ALL {
             assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
         }
     }

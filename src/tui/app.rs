@@ -482,26 +482,9 @@ impl App {
     }
 
     fn load_session(&mut self, s: &crate::agent::transcript::LoadedSession) {
-        use crate::agent::model::ChatMessage;
-        self.cells = Cells::default();
+        self.cells = crate::tui::resumed::cells(&s.messages, self.now);
         self.heights.clear();
         self.to_bottom();
-        for m in &s.messages {
-            match m {
-                ChatMessage::User { content } => {
-                    self.cells.push(CellKind::User(content.clone()));
-                }
-                ChatMessage::Assistant {
-                    content: Some(c), ..
-                } => {
-                    self.cells.push(CellKind::Assistant {
-                        text: c.clone(),
-                        streaming: false,
-                    });
-                }
-                _ => {}
-            }
-        }
         if let Ok(mode) = s.meta.mode.parse() {
             self.status.mode = mode;
         }

@@ -484,7 +484,10 @@ impl App {
                 "a turn is running: Esc cancels it first",
             ),
             Slash::Theme(name) => match Theme::load(&name, self.theme.monochrome) {
-                Ok(t) => self.set_theme(t),
+                Ok(t) => {
+                    self.set_theme(t);
+                    fx.push(Effect::KeepTheme(name));
+                }
                 Err(e) => self.notice(NoticeKind::Error, e.to_string()),
             },
             Slash::Quit => {

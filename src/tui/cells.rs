@@ -38,6 +38,8 @@ pub struct ToolCell {
     pub lines_seen: u64,
     /// The ASK dialog is asking about this call: it waits for the person, it is not running.
     pub awaiting: bool,
+    /// Rebuilt from a resumed session's transcript: the result is what the model was told.
+    pub resumed: bool,
     pub started: Instant,
     pub duration: Option<Duration>,
     pub envelope: Option<Box<ToolResultEnvelope>>,
@@ -56,6 +58,7 @@ impl ToolCell {
             partial: String::new(),
             lines_seen: 0,
             awaiting: false,
+            resumed: false,
             started: now,
             duration: None,
             envelope: None,

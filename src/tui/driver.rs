@@ -11,6 +11,7 @@ use crate::tui::audit_feed::AuditFeed;
 use crate::tui::event::{Effect, Event};
 use crate::tui::history::PromptHistory;
 use crate::tui::notify::Caller;
+use crate::tui::theme_choice::ThemeChoice;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub struct Driver {
@@ -26,6 +27,8 @@ pub struct Driver {
     history_failed: bool,
     /// How the person is called back on this terminal.
     caller: Caller,
+    /// Where a `/theme` choice is kept (none: not kept).
+    themes: Option<ThemeChoice>,
 }
 
 impl Driver {
@@ -44,7 +47,13 @@ impl Driver {
             history_failed: false,
             audit_paths,
             caller,
+            themes: None,
         }
+    }
+
+    /// Keep `/theme` choices in `choice` for the next runs.
+    pub fn keep_themes_in(&mut self, choice: ThemeChoice) {
+        self.themes = Some(choice);
     }
 
     /// The loop's own channel, for background results.
@@ -104,6 +113,17 @@ impl Driver {
             Effect::AuditOlder => return self.audit_older(),
             Effect::Copy(text) => {
                 crate::tui::terminal::copy_osc52(&text);
+                return true;
+            }
+            Effect::KeepTheme(name) => {
+                if let Some(c) = &self.themes
+                    && let Err(e) = c.save(&name)
+                {
+                    self.fail(format!(
+                        "the theme cannot be kept for the next runs in {}: {e}",
+                        c.path().display()
+                    ));
+                }
                 return true;
             }
             Effect::CallBack(why) => {

@@ -114,6 +114,8 @@ pub enum Effect {
     AuditOlder,
     /// Copy to the terminal's clipboard (OSC 52).
     Copy(String),
+    /// Keep the theme the person chose (`/theme NAME`) for the next runs.
+    KeepTheme(String),
     /// Call the person back (a question opened, or a turn ended, while Spear's window may not
     /// have the focus): the bell, and a desktop notification where one is shown.
     CallBack(crate::tui::notify::CallBack),

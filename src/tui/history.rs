@@ -98,21 +98,26 @@ impl PromptHistory {
             return Ok(());
         }
         let keep = &lines[lines.len() - MAX..];
-        let tmp = self.path.with_extension("jsonl.tmp");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        for l in keep {
-            f.write_all(l.as_bytes())?;
-            f.write_all(b"\n")?;
-        }
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path)
+        let mut text = keep.join("\n");
+        text.push('\n');
+        write_private(&self.path, text.as_bytes())
     }
+}
+
+/// Write `bytes` as the whole of `path`, mode 0600: to a temporary file beside it, synced, then
+/// renamed over it, so a reader sees the old file or the new one, never half of one.
+pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod app_agent;
 mod app_keys;
 pub mod audit;
 pub mod audit_feed;
+pub mod background;
 pub mod cells;
 pub(crate) mod commands;
 pub mod diff;
@@ -21,8 +22,10 @@ pub(crate) mod markdown;
 pub mod notify;
 pub mod pager;
 pub mod preview;
+pub(crate) mod resumed;
 pub(crate) mod terminal;
 pub mod theme;
+pub mod theme_choice;
 pub mod ui;
 pub mod widgets;
 
@@ -71,6 +74,10 @@ pub struct Launch<M: ChatModel + 'static> {
     pub audit_paths: AuditPaths,
     /// How the person is called back (`notify` in the config).
     pub notify: crate::config::Notify,
+    /// Neither the config nor a kept `/theme` chose the theme: the terminal's background picks.
+    pub theme_auto: bool,
+    /// Where a `/theme` choice is kept for the next runs.
+    pub theme_choice: Option<theme_choice::ThemeChoice>,
     /// The loop's own channel (background results of the driver).
     pub channel: (UnboundedSender<Event>, UnboundedReceiver<Event>),
 }
@@ -122,6 +129,8 @@ pub struct Screen {
     pub driver: Driver,
     streams: SessionStreams,
     own: UnboundedReceiver<Event>,
+    /// Frames are wrapped in synchronized-output marks (the real terminal; not a test backend).
+    pub sync_output: bool,
 }
 
 impl Screen {
@@ -163,6 +172,7 @@ impl Screen {
             driver,
             streams,
             own,
+            sync_output: false,
         }
     }
 
@@ -185,12 +195,23 @@ impl Screen {
         frame.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut slow = tokio::time::interval(SLOW_TICK);
         let mut last_draw: Option<Instant> = None;
+        // A key (or a paste) is drawn at once, whatever the frame limit: what the person typed
+        // must not wait behind a stream's frames.
+        let mut typed = false;
         loop {
-            if self.app.dirty && last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
+            if self.app.dirty && (typed || last_draw.is_none_or(|t| t.elapsed() >= FRAME)) {
                 let app = &self.app;
-                term.draw(|f| ui::draw(app, f))
-                    .map_err(std::io::Error::other)?;
+                // Synchronized output (DEC mode 2026): the terminal shows the frame whole.
+                if self.sync_output {
+                    terminal::begin_frame();
+                }
+                let drawn = term.draw(|f| ui::draw(app, f)).map(|_| ());
+                if self.sync_output {
+                    terminal::end_frame();
+                }
+                drawn.map_err(std::io::Error::other)?;
                 self.app.dirty = false;
+                typed = false;
                 last_draw = Some(Instant::now());
                 probe.drew(&self.app);
             }
@@ -215,6 +236,7 @@ impl Screen {
                 }
             };
             let Some(event) = event else { continue };
+            typed |= matches!(event, Event::Key { .. } | Event::Paste(_));
             let label = probe.wants_labels().then(|| event.label());
             let effects = self.app.update(event);
             self.driver.save_history(&self.app.history);
@@ -250,8 +272,25 @@ pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<S
             let _ = tx.send(Event::Sandbox(check.await));
         });
     }
-    let (_guard, mut term, enhanced) = terminal::TerminalGuard::enter()?;
+    let ask = launch.theme_auto && !screen.app.theme.monochrome;
+    let terminal::Entered {
+        guard: _guard,
+        mut term,
+        enhanced,
+        background,
+    } = terminal::TerminalGuard::enter(ask)?;
     screen.app.keyboard_enhanced = enhanced;
+    // No theme chosen: the light one on a light background.
+    if ask && background.is_some_and(background::is_light) {
+        match theme::Theme::load("light", false) {
+            Ok(t) => screen.app.set_theme(t),
+            Err(e) => tracing::warn!("the light theme does not load: {e}"),
+        }
+    }
+    if let Some(choice) = launch.theme_choice {
+        screen.driver.keep_themes_in(choice);
+    }
+    screen.sync_output = true;
     // SIGTERM and SIGHUP leave as /quit does: the guard gives the terminal back.
     let tx = screen.driver.loop_sender();
     let signals = tokio::spawn(async move {

@@ -30,11 +30,18 @@ impl TerminalGuard {
     /// Take the terminal. The third value: whether it answered the keyboard protocol query
     /// (then Shift+Enter arrives as itself). The enhancement is requested either way (a
     /// terminal that does not know it ignores it) and given back on every way out.
-    pub fn enter() -> std::io::Result<(TerminalGuard, Term, bool)> {
+    pub fn enter(ask_background: bool) -> std::io::Result<Entered> {
         install_panic_hook();
         enable_raw_mode()?;
         ENTERED.store(true, Ordering::SeqCst);
         let guard = TerminalGuard;
+        // Asked first, before anything else reads the input, so the answers are not taken for
+        // keys (and skipped under NO_COLOR, where no colour is drawn).
+        let background = if ask_background {
+            query_background(BACKGROUND_WAIT)
+        } else {
+            None
+        };
         // Read before the event stream starts, so the reply is not taken for keys.
         let enhanced = crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         execute!(
@@ -46,8 +53,59 @@ impl TerminalGuard {
             PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
         )?;
         let term = Terminal::new(CrosstermBackend::new(stdout()))?;
-        Ok((guard, term, enhanced))
+        Ok(Entered {
+            guard,
+            term,
+            enhanced,
+            background,
+        })
     }
+}
+
+/// The terminal taken: the guard that gives it back, the drawing handle, and what it answered.
+pub struct Entered {
+    pub guard: TerminalGuard,
+    pub term: Term,
+    /// It answered the keyboard protocol query: Shift+Enter arrives as itself.
+    pub enhanced: bool,
+    /// Its background colour (OSC 11), when it said within `BACKGROUND_WAIT`.
+    pub background: Option<(f64, f64, f64)>,
+}
+
+/// How long the screen waits at start for the terminal's background colour.
+pub const BACKGROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Ask for the background colour (OSC 11) and, as the sentinel every terminal answers, the
+/// primary device attributes (DA1); read standard input until DA1's answer or `wait`.
+fn query_background(wait: std::time::Duration) -> Option<(f64, f64, f64)> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut out = stdout();
+    out.write_all(b"\x1b]11;?\x1b\\\x1b[c").ok()?;
+    out.flush().ok()?;
+    let stdin = std::io::stdin();
+    let deadline = std::time::Instant::now() + wait;
+    let mut got = Vec::new();
+    while !crate::tui::background::has_da1(&got) && got.len() < 4096 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let limit = Timespec {
+            tv_sec: 0,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+        if poll(&mut fds, Some(&limit)).ok()? == 0 {
+            break;
+        }
+        let mut buf = [0u8; 512];
+        let n = rustix::io::read(&stdin, &mut buf).ok()?;
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    crate::tui::background::parse_osc11(&got)
 }
 
 impl Drop for TerminalGuard {
@@ -61,6 +119,8 @@ pub fn restore() {
     if ENTERED.swap(false, Ordering::SeqCst) {
         let _ = execute!(
             stdout(),
+            // A frame cut short by a panic leaves no terminal waiting for its end.
+            crossterm::terminal::EndSynchronizedUpdate,
             PopKeyboardEnhancementFlags,
             DisableFocusChange,
             DisableMouseCapture,
@@ -83,6 +143,17 @@ fn install_panic_hook() {
         restore();
         previous(info);
     }));
+}
+
+/// Start a frame the terminal shows whole (DEC mode 2026; a terminal that does not know the
+/// mode ignores it).
+pub fn begin_frame() {
+    let _ = execute!(stdout(), crossterm::terminal::BeginSynchronizedUpdate);
+}
+
+/// End the frame begun by [`begin_frame`].
+pub fn end_frame() {
+    let _ = execute!(stdout(), crossterm::terminal::EndSynchronizedUpdate);
 }
 
 /// Write fixed bytes to the terminal (the bell, a notification: `notify::Caller`'s bytes,

@@ -618,6 +618,19 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
                     content: "fix the parser".into(),
                 },
                 ChatMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![spear::agent::model::ToolCallRequest {
+                        id: "c1".into(),
+                        name: "terminal".into(),
+                        arguments: "{\"command\":\"cargo test --lib parser\"}".into(),
+                    }],
+                    reasoning: None,
+                },
+                ChatMessage::Tool {
+                    tool_call_id: "c1".into(),
+                    content: "[exit code 101]\ntest heredoc ... FAILED\n".into(),
+                },
+                ChatMessage::Assistant {
                     content: Some("Fixed: the here-doc case.".into()),
                     tool_calls: Vec::new(),
                     reasoning: None,
@@ -629,6 +642,12 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
     let screen = render(&app, 80, 24);
     assert!(screen.contains("fix the parser") && screen.contains("Fixed: the here-doc case."));
     assert!(screen.contains("resumed session s-old"), "{screen}");
+    // The tool call is a cell again, with what the model was told of it.
+    assert!(
+        screen.contains("✗ terminal cargo test --lib parser  from the transcript · exit 101"),
+        "{screen}"
+    );
+    assert!(screen.contains("test heredoc ... FAILED"), "{screen}");
 }
 
 #[test]
@@ -758,4 +777,17 @@ fn a_cells_duration_is_the_calls_not_the_time_the_dialog_was_open() {
     );
     let d = app.cells.tool("c1").unwrap().duration.unwrap();
     assert!(d <= std::time::Duration::from_millis(300), "{d:?}");
+}
+
+#[test]
+fn a_chosen_theme_is_applied_and_kept_for_the_next_runs() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/theme light", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert_eq!(fx, vec![Effect::KeepTheme("light".into())]);
+    assert_eq!(app.theme.name, "light");
+    type_text(&mut app, "/theme nope", t0);
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    assert!(fx.is_empty(), "an unknown theme is not kept: {fx:?}");
 }

@@ -155,7 +155,11 @@ fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     let took = t
         .duration
         .unwrap_or_else(|| now.saturating_duration_since(t.started));
-    let mut facts = vec![fmt_duration(took)];
+    let mut facts = vec![if t.resumed {
+        "from the transcript".to_string()
+    } else {
+        fmt_duration(took)
+    }];
     if let Some(e) = &t.envelope {
         if e.status != ToolStatus::Ok {
             facts.push(e.status.to_string());
