@@ -26,7 +26,7 @@ use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::{HostConfig, SpearHost};
 use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
-use crate::tools::observer::{AuditObserver, HOST_ROOT_NOTE, ToolObserver};
+use crate::tools::observer::{AuditObserver, HOST_ROOT_NOTE, SessionLabel, ToolObserver};
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::results::{ResultStore, StoreError};
 use crate::tools::router::ToolRouter;
@@ -208,7 +208,7 @@ impl CommandExecutor for Unavailable {
 pub struct SessionBuilder {
     place: Place,
     harness: HarnessSettings,
-    audit_session: String,
+    audit_session: SessionLabel,
     network: bool,
     engaged: EngagedStandard,
     observers: Vec<Arc<dyn ToolObserver>>,
@@ -221,7 +221,7 @@ impl SessionBuilder {
         SessionBuilder {
             place,
             harness,
-            audit_session: audit_session.into(),
+            audit_session: SessionLabel::new(audit_session),
             network: false,
             engaged: EngagedStandard::default(),
             observers: Vec::new(),
@@ -282,7 +282,7 @@ impl SessionBuilder {
             command_executor(root, &self.harness),
             self.results()?,
             HostConfig {
-                session: self.audit_session.clone(),
+                session: self.audit_session.get(),
                 web_enabled: self.harness.web_enabled,
                 web: self.harness.web.clone(),
                 ..HostConfig::default()
@@ -340,6 +340,7 @@ impl SessionBuilder {
                 library,
                 engaged: self.engaged,
             },
+            audit_label: self.audit_session,
         }))
     }
 }

@@ -78,7 +78,7 @@ pub trait ToolObserver: Send + Sync {
 /// Writes an `AuditEvent` for every mutating attempt and every refusal.
 pub struct AuditObserver {
     logger: Arc<AuditLogger>,
-    session: String,
+    session: SessionLabel,
     /// Said in every command's record: who commands run as, when not the sandbox's own user.
     sandbox_user: Option<&'static str>,
 }
@@ -86,8 +86,42 @@ pub struct AuditObserver {
 /// What a command's audit record says when a root Spear runs commands as the host's root.
 pub const HOST_ROOT_NOTE: &str = "host-root (root_uid = \"host\")";
 
+/// The session the audit records name: shared, so the session a front end starts or reopens
+/// after the harness was built is the one its calls' records carry (one id in the audit log,
+/// the session list and the screen).
+#[derive(Debug, Clone)]
+pub struct SessionLabel(Arc<std::sync::RwLock<String>>);
+
+impl SessionLabel {
+    pub fn new(name: impl Into<String>) -> Self {
+        SessionLabel(Arc::new(std::sync::RwLock::new(name.into())))
+    }
+
+    pub fn set(&self, name: &str) {
+        if let Ok(mut g) = self.0.write() {
+            *g = name.to_string();
+        }
+    }
+
+    pub fn get(&self) -> String {
+        self.0.read().map(|g| g.clone()).unwrap_or_default()
+    }
+}
+
+impl From<&str> for SessionLabel {
+    fn from(s: &str) -> Self {
+        SessionLabel::new(s)
+    }
+}
+
+impl From<String> for SessionLabel {
+    fn from(s: String) -> Self {
+        SessionLabel::new(s)
+    }
+}
+
 impl AuditObserver {
-    pub fn new(logger: Arc<AuditLogger>, session: impl Into<String>) -> Self {
+    pub fn new(logger: Arc<AuditLogger>, session: impl Into<SessionLabel>) -> Self {
         AuditObserver {
             logger,
             session: session.into(),
@@ -127,7 +161,7 @@ impl AuditObserver {
                 .sandbox_user
                 .filter(|_| call.is_command)
                 .map(str::to_string),
-            ..AuditEvent::new(self.session.clone(), call.tool, call.decision)
+            ..AuditEvent::new(self.session.get(), call.tool, call.decision)
         }
     }
 }
@@ -150,7 +184,7 @@ impl ToolObserver for AuditObserver {
         self.logger.append(&AuditEvent {
             target: AuditTarget::None,
             refusal_rule: Some(format!("not_pending:{request}")),
-            ..AuditEvent::new(self.session.clone(), "approval", Decision::AnswerRefused)
+            ..AuditEvent::new(self.session.get(), "approval", Decision::AnswerRefused)
         })?;
         Ok(())
     }

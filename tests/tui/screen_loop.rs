@@ -333,6 +333,23 @@ async fn keys_typed_during_a_turn_are_handled_at_once_and_the_approval_can_be_an
     let approval = at("agent approval_requested w1");
     assert!(approval > finished_slow);
     assert!(at("agent tool_call_finished w1") > approval);
+    // One id: the session the list shows is the one every call's audit record names.
+    let store = spear::agent::transcript::SessionStore::open_in(&f.state, &f.project).unwrap();
+    let listed: Vec<String> = store.list().unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let log =
+        std::fs::read_to_string(spear::harness::audit::AuditPaths::new(&f.state, &f.project).log)
+            .unwrap();
+    let named: std::collections::BTreeSet<String> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["session"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        named.into_iter().collect::<Vec<_>>(),
+        listed,
+        "the audit log names another session"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,6 +23,7 @@ use crate::agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::approval::ApprovalId;
+use crate::tools::observer::SessionLabel;
 use crate::tools::router::ToolRouter;
 
 /// Builds the model `/model NAME` switches to (the same configuration with another model).
@@ -46,6 +47,9 @@ pub struct SessionParts<M: ChatModel + 'static> {
     pub mode: ExecutionMode,
     pub network: bool,
     pub standards: Standards,
+    /// The session the router's audit records name: set to the recording's id when one starts
+    /// or is reopened.
+    pub audit_label: SessionLabel,
 }
 
 /// A front end's end of a running session: ops go in here.
@@ -134,6 +138,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
     pub fn continue_in(&mut self, writer: SessionWriter, history: Vec<ChatMessage>) {
         self.parts.router.grants().clear();
         self.session = Some(writer.id().to_string());
+        self.parts.audit_label.set(writer.id());
         if let Some((model, _)) = &self.parts.model {
             let rt = AgentRuntime::new(
                 model.clone(),
