@@ -26,6 +26,8 @@ use crate::tui::widgets::status_bar::StatusInfo;
 
 /// Two Ctrl+C within this quit.
 pub const QUIT_WINDOW: Duration = Duration::from_secs(2);
+/// How long a passing word stays on the status line.
+pub const FLASH: Duration = Duration::from_secs(3);
 
 /// The README section a person without a model is pointed to.
 pub const CONNECT_HELP: &str = "No model is configured, so Spear cannot answer prompts yet.\n\
@@ -84,6 +86,8 @@ pub struct App {
     pub quit: bool,
     /// Output arrived below the view while it was scrolled up (cleared at the bottom).
     pub unseen: bool,
+    /// A passing word for the status line (what a copy did), and when it was said.
+    pub flash: Option<(&'static str, Instant)>,
     /// Whether the terminal said Spear's window has the focus (`None`: it never said, which
     /// counts as not focused, so the bell rings).
     pub window_focused: Option<bool>,
@@ -127,6 +131,7 @@ impl App {
             auto_armed: None,
             quit: false,
             unseen: false,
+            flash: None,
             queued: None,
             window_focused: None,
             pending_context: Vec::new(),
@@ -277,6 +282,13 @@ impl App {
                     self.dirty = true;
                 }
                 if self
+                    .flash
+                    .is_some_and(|(_, t)| now.saturating_duration_since(t) > FLASH)
+                {
+                    self.flash = None;
+                    self.dirty = true;
+                }
+                if self
                     .quit_armed
                     .is_some_and(|t| now.saturating_duration_since(t) > QUIT_WINDOW)
                 {
@@ -363,8 +375,34 @@ impl App {
         }
     }
 
+    /// Scroll so the focused cell is in view: its bottom when it is below the view, its top
+    /// when it is above.
+    pub(crate) fn follow_focus(&mut self) {
+        let Some(i) = self.focused_cell else { return };
+        let width = self.size.0;
+        let page = self.page();
+        let below: usize = (i + 1..self.cells.len())
+            .map(|j| {
+                self.heights
+                    .height(j, &self.cells.items[j], width, &self.theme, self.now)
+            })
+            .sum();
+        let Some(cell) = self.cells.items.get(i) else {
+            return;
+        };
+        let h = self.heights.height(i, cell, width, &self.theme, self.now);
+        if below < self.scroll {
+            self.scroll = below;
+        } else if below + h > self.scroll + page {
+            self.scroll = (below + h).saturating_sub(page);
+        }
+        if self.scroll == 0 {
+            self.unseen = false;
+        }
+    }
+
     /// Back to the newest output.
-    pub(crate) fn to_bottom(&mut self) {
+    pub(crate) fn scroll_to_bottom(&mut self) {
         self.scroll = 0;
         self.unseen = false;
     }
@@ -448,7 +486,7 @@ impl App {
             SessionEvent::Started { id, .. } => {
                 self.cells = Cells::default();
                 self.heights.clear();
-                self.to_bottom();
+                self.scroll_to_bottom();
                 self.focused_cell = None;
                 self.notice(NoticeKind::Info, format!("new session {id}"));
             }
@@ -484,7 +522,7 @@ impl App {
     fn load_session(&mut self, s: &crate::agent::transcript::LoadedSession) {
         self.cells = crate::tui::resumed::cells(&s.messages, self.now);
         self.heights.clear();
-        self.to_bottom();
+        self.scroll_to_bottom();
         if let Ok(mode) = s.meta.mode.parse() {
             self.status.mode = mode;
         }

@@ -266,9 +266,11 @@ impl App {
             Some(CellAction::Up) => {
                 let last = n.saturating_sub(1);
                 self.focused_cell = Some(self.focused_cell.map_or(last, |i| i.saturating_sub(1)));
+                self.follow_focus();
             }
             Some(CellAction::Down) => {
                 self.focused_cell = self.focused_cell.map(|i| (i + 1).min(n.saturating_sub(1)));
+                self.follow_focus();
             }
             // Enter shows more, never less: a folded cell unfolds, an unfolded one opens whole.
             Some(CellAction::Whole) => match self.focused_cell {
@@ -290,14 +292,12 @@ impl App {
             Some(CellAction::Copy) => {
                 if let Some(c) = self.focused_cell.and_then(|i| self.cells.items.get(i)) {
                     fx.push(Effect::Copy(c.plain_text()));
-                    self.notice(
-                        NoticeKind::Info,
-                        "copied the cell to the clipboard (OSC 52)",
-                    );
+                    // Said on the status line for a moment, not added to the conversation.
+                    self.flash = Some(("copied the cell to the clipboard (OSC 52)", self.now));
                 }
             }
             Some(CellAction::Top) => self.scroll_by(i64::MAX / 4),
-            Some(CellAction::Bottom) => self.to_bottom(),
+            Some(CellAction::Bottom) => self.scroll_to_bottom(),
             Some(CellAction::Composer) => self.focus = Focus::Composer,
             None => {}
         }
@@ -329,6 +329,7 @@ impl App {
                 None => {
                     self.focus = Focus::Conversation;
                     self.focused_cell = self.cells.len().checked_sub(1);
+                    self.follow_focus();
                 }
             },
             KeyCode::Up if text.is_empty() && self.queued.is_some() => {
@@ -357,7 +358,7 @@ impl App {
                 if key.code == KeyCode::Home {
                     self.scroll_by(i64::MAX / 4);
                 } else {
-                    self.to_bottom();
+                    self.scroll_to_bottom();
                 }
             }
             _ => {
@@ -381,7 +382,7 @@ impl App {
         if self.history.last().map(String::as_str) != Some(text) {
             self.history.push(text.to_string());
         }
-        self.to_bottom();
+        self.scroll_to_bottom();
         match input {
             // Kept, not dropped: sent when the turn ends.
             Input::Prompt(_) | Input::Command(_) if self.busy() => {

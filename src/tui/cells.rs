@@ -94,7 +94,14 @@ impl ToolCell {
             }
             return t;
         }
-        ["command", "path", "pattern", "query"]
+        // A search is about its pattern (and where it looks).
+        if let Some(p) = arg("pattern") {
+            return match arg("path") {
+                Some(path) => format!("{p}  in {path}"),
+                None => p.to_string(),
+            };
+        }
+        ["command", "path", "query"]
             .iter()
             .find_map(|k| arg(k))
             .unwrap_or("")

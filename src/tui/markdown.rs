@@ -11,10 +11,16 @@ use ratatui::text::{Line, Span};
 use crate::tui::highlight::highlight;
 use crate::tui::theme::Theme;
 
+/// Whether a line is a table row (`| a | b |`).
+pub fn table_row(line: &str) -> bool {
+    line.trim_start().starts_with('|')
+}
+
 /// Render `src` to lines (not yet wrapped).
 pub fn render(src: &str, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     let mut fence: Option<(String, String)> = None; // (language, code so far)
+    let mut table: Vec<&str> = Vec::new();
     for raw in src.split('\n') {
         let trimmed = raw.trim_start();
         if let Some((lang, code)) = &mut fence {
@@ -27,11 +33,21 @@ pub fn render(src: &str, theme: &Theme) -> Vec<Line<'static>> {
             }
             continue;
         }
+        if table_row(raw) {
+            table.push(raw);
+            continue;
+        }
+        if !table.is_empty() {
+            out.extend(table_lines(&std::mem::take(&mut table), theme));
+        }
         if let Some(lang) = trimmed.strip_prefix("```") {
             fence = Some((lang.trim().to_string(), String::new()));
             continue;
         }
         out.push(block_line(raw, theme));
+    }
+    if !table.is_empty() {
+        out.extend(table_lines(&table, theme));
     }
     if let Some((lang, code)) = fence {
         out.extend(code_block(&code, &lang, theme));
@@ -39,15 +55,87 @@ pub fn render(src: &str, theme: &Theme) -> Vec<Line<'static>> {
     out
 }
 
+/// A code block: its language as a label, then the code highlighted and indented (no gutter
+/// character, so a selection of the code is the code).
 fn code_block(code: &str, lang: &str, theme: &Theme) -> Vec<Line<'static>> {
-    highlight(code, lang, theme)
-        .into_iter()
-        .map(|l| {
-            let mut spans = vec![Span::styled("▎ ", theme.secondary())];
-            spans.extend(l.spans);
-            Line::from(spans)
+    let mut out = Vec::new();
+    if !lang.is_empty() {
+        out.push(Line::styled(
+            format!("  {lang}"),
+            theme.hint().add_modifier(Modifier::ITALIC),
+        ));
+    }
+    out.extend(highlight(code, lang, theme).into_iter().map(|l| {
+        let mut spans = vec![Span::raw("  ")];
+        spans.extend(l.spans);
+        Line::from(spans)
+    }));
+    out
+}
+
+/// The cells of a table row: `| a | b |` is `a`, `b`.
+fn cells(row: &str) -> Vec<&str> {
+    let t = row.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let t = t.strip_suffix('|').unwrap_or(t);
+    t.split('|').map(str::trim).collect()
+}
+
+/// A delimiter row (`|---|:---:|`).
+fn delimiter(row: &str) -> bool {
+    let c = cells(row);
+    !c.is_empty()
+        && c.iter().all(|x| {
+            !x.is_empty() && x.chars().all(|ch| matches!(ch, '-' | ':')) && x.contains('-')
         })
-        .collect()
+}
+
+/// Consecutive `|` rows: a table when the second is a delimiter row (columns aligned, the
+/// header bold, the delimiter a rule); otherwise the rows as they are.
+fn table_lines(rows: &[&str], theme: &Theme) -> Vec<Line<'static>> {
+    if rows.len() < 2 || !delimiter(rows[1]) {
+        return rows.iter().map(|r| block_line(r, theme)).collect();
+    }
+    let body: Vec<Vec<&str>> = rows
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, r)| cells(r))
+        .collect();
+    let columns = body.iter().map(Vec::len).max().unwrap_or(0);
+    let width = |s: &str| unicode_width::UnicodeWidthStr::width(s);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            body.iter()
+                .map(|r| r.get(c).map_or(0, |x| width(x)))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, row) in body.iter().enumerate() {
+        let style = if i == 0 {
+            theme.text().add_modifier(Modifier::BOLD)
+        } else {
+            theme.text()
+        };
+        let mut spans = Vec::new();
+        for (c, w) in widths.iter().enumerate() {
+            if c > 0 {
+                spans.push(Span::styled(" │ ", theme.secondary()));
+            }
+            let cell = row.get(c).copied().unwrap_or("");
+            let pad = " ".repeat(w.saturating_sub(width(cell)));
+            spans.extend(inline(cell, style, theme));
+            spans.push(Span::raw(pad));
+        }
+        out.push(Line::from(spans));
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+            out.push(Line::styled(rule.join("─┼─"), theme.secondary()));
+        }
+    }
+    out
 }
 
 fn block_line(raw: &str, theme: &Theme) -> Line<'static> {
@@ -184,7 +272,8 @@ mod tests {
                 "• one two",
                 "1. x and y",
                 "see docs <https://e.x>",
-                "▎ fn a() {}"
+                "  rust",
+                "  fn a() {}"
             ]
         );
         let strong = out[1].spans.iter().find(|s| s.content == "two").unwrap();
@@ -192,9 +281,32 @@ mod tests {
     }
 
     #[test]
+    fn tables_are_aligned_and_pipes_without_a_delimiter_are_kept() {
+        let t = Theme::named("dark").unwrap();
+        let out = render(
+            "| name | size |\n|---|--:|\n| a.rs | 10 |\n| lib.rs | 2 |\nafter",
+            &t,
+        );
+        assert_eq!(
+            text(&out),
+            vec![
+                "name   │ size",
+                "───────┼─────",
+                "a.rs   │ 10  ",
+                "lib.rs │ 2   ",
+                "after"
+            ]
+        );
+        assert_eq!(
+            text(&render("| not a table |", &t)),
+            vec!["| not a table |"]
+        );
+    }
+
+    #[test]
     fn an_unclosed_fence_still_shows_its_code() {
         let t = Theme::named("dark").unwrap();
-        assert_eq!(text(&render("```\nabc", &t)), vec!["▎ abc"]);
+        assert_eq!(text(&render("```\nabc", &t)), vec!["  abc"]);
         assert_eq!(text(&render("a * b * c", &t)), vec!["a * b * c"]);
     }
 }

@@ -72,7 +72,10 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
     if app.confirm.is_none() {
         render_composer(app, comp, buf);
     }
-    let hints = app.hints();
+    let hints = match app.flash {
+        Some((word, _)) => vec![("✓", word)],
+        None => app.hints(),
+    };
     StatusBar {
         info: &app.status,
         hints: &hints,

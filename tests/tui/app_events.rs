@@ -9,7 +9,8 @@ use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::session::{AppliesFrom, Change, SessionEvent};
 use spear::harness::audit::DecidedBy;
 use spear::harness::command_policy::ApprovalDecision;
-use spear::harness::primitives::ExecutionMode;
+use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use spear::tui::app::App;
 use spear::tui::event::{Effect, Event};
 use spear::tui::notify::CallBack;
 
@@ -790,4 +791,137 @@ fn a_chosen_theme_is_applied_and_kept_for_the_next_runs() {
     type_text(&mut app, "/theme nope", t0);
     let fx = press(&mut app, key(KeyCode::Enter), t0);
     assert!(fx.is_empty(), "an unknown theme is not kept: {fx:?}");
+}
+
+fn finished_tool(app: &mut App, id: &str, tool: &str, args: serde_json::Value, r: ToolResult) {
+    agent(
+        app,
+        AgentEvent::ToolCallStarted {
+            call_id: id.into(),
+            name: tool.into(),
+            arguments: args,
+        },
+    );
+    agent(
+        app,
+        AgentEvent::ToolCallFinished {
+            call_id: id.into(),
+            envelope: envelope(id, tool, r, None),
+        },
+    );
+}
+
+#[test]
+fn read_file_numbers_a_search_names_its_pattern_and_a_reason_keeps_its_lines() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    finished_tool(
+        &mut app,
+        "r1",
+        "read_file",
+        serde_json::json!({"path": "src/main.rs"}),
+        ToolResult::ok("     1\tfn main() {\n     2\t}\n"),
+    );
+    finished_tool(
+        &mut app,
+        "s1",
+        "search_files",
+        serde_json::json!({"pattern": "TODO", "path": "src"}),
+        ToolResult::ok("src/main.rs:1: TODO\n"),
+    );
+    let mut failed = ToolResult::refused(
+        ToolStatus::Failed,
+        "the old text is not in the file.\nexpected:\n  foo\nfound:\n  bar",
+    );
+    failed.stdout.clear();
+    finished_tool(
+        &mut app,
+        "p1",
+        "patch",
+        serde_json::json!({"path": "src/main.rs"}),
+        failed,
+    );
+    // read_file and search cells start folded.
+    for c in &mut app.cells.items {
+        c.folded = false;
+        c.touch();
+    }
+    let screen = render(&app, 80, 30);
+    assert!(screen.contains("│ 1 fn main() {"), "{screen}");
+    assert!(screen.contains("search_files TODO  in src"), "{screen}");
+    assert!(
+        screen.contains("\n  expected:") || screen.contains("  expected:  "),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("file.expected"),
+        "the reason's lines were glued: {screen}"
+    );
+}
+
+#[test]
+fn the_running_spinner_turns() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "c1".into(),
+            name: "terminal".into(),
+            arguments: serde_json::json!({"command": "sleep 5"}),
+        },
+    );
+    let first = |s: &str| s.lines().next().unwrap_or("").to_string();
+    app.update(Event::Tick(ms(t0, 100)));
+    let a = first(&render(&app, 80, 24));
+    app.update(Event::Tick(ms(t0, 400)));
+    let b = first(&render(&app, 80, 24));
+    assert_ne!(a, b, "the spinner did not move");
+}
+
+#[test]
+fn a_copy_is_said_on_the_status_line_not_added_to_the_conversation() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        AgentEvent::TextDelta {
+            text: "an answer".into(),
+        },
+    );
+    press(&mut app, key(KeyCode::Tab), t0);
+    let cells = app.cells.len();
+    let fx = press(&mut app, key(KeyCode::Char('y')), t0);
+    assert!(
+        matches!(fx.as_slice(), [Effect::Copy(t)] if t == "an answer"),
+        "{fx:?}"
+    );
+    assert_eq!(app.cells.len(), cells, "the copy added a cell");
+    assert!(render(&app, 80, 24).contains("copied the cell"));
+    app.update(Event::Tick(ms(t0, 4_000)));
+    assert!(!render(&app, 80, 24).contains("copied the cell"));
+}
+
+#[test]
+fn the_view_follows_the_selected_cell() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    for i in 0..40 {
+        app.notice(spear::tui::cells::NoticeKind::Info, format!("notice {i}"));
+    }
+    press(&mut app, key(KeyCode::Tab), t0);
+    for _ in 0..30 {
+        press(&mut app, key(KeyCode::Up), t0);
+    }
+    assert_eq!(app.focused_cell, Some(9));
+    let screen = render(&app, 80, 24);
+    assert!(
+        screen.contains("▌ notice 9"),
+        "the selected cell is off screen:\n{screen}"
+    );
+    for _ in 0..30 {
+        press(&mut app, key(KeyCode::Down), t0);
+    }
+    assert!(render(&app, 80, 24).contains("▌ notice 39"));
+    assert_eq!(app.scroll, 0);
 }

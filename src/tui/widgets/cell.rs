@@ -118,10 +118,19 @@ fn refused(t: &ToolCell) -> bool {
     })
 }
 
+/// The running call's spinner frame, by how long it has run (the screen redraws while busy).
+fn spinner(running: Duration) -> &'static str {
+    const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+    FRAMES[(running.as_millis() / 250) as usize % FRAMES.len()]
+}
+
 fn header(t: &ToolCell, theme: &Theme, now: Instant) -> Line<'static> {
     let (glyph, gstyle) = match &t.envelope {
         None if t.awaiting => ("?", theme.fg(theme.warning).add_modifier(Modifier::BOLD)),
-        None => ("⠿", theme.accent()),
+        None => (
+            spinner(now.saturating_duration_since(t.started)),
+            theme.accent(),
+        ),
         Some(_) if refused(t) => ("⊘", theme.danger()),
         Some(e) if e.succeeded() => ("✓", theme.fg(theme.added)),
         Some(_) => ("✗", theme.danger()),
@@ -237,7 +246,10 @@ fn tool_lines(
             .unwrap_or_default();
         v.push(Line::styled(format!("refused [{rule}]"), theme.danger()));
         if let Some(r) = &e.reason {
-            v.push(Line::styled(r.clone(), theme.fg(theme.danger)));
+            v.extend(
+                r.lines()
+                    .map(|l| Line::styled(l.to_string(), theme.fg(theme.danger))),
+            );
         }
         return v;
     }
@@ -285,13 +297,23 @@ fn tool_lines(
             );
         }
         ("read_file", Some(e)) => {
-            let text: String = e
+            // `read_file` numbers its lines `NUMBER<TAB>TEXT`: the number goes in a gutter of
+            // its own, the text is highlighted as the file's language.
+            let (numbers, code): (Vec<&str>, Vec<&str>) = e
                 .stdout
                 .lines()
                 .take(SHOWN_EXCERPT)
-                .collect::<Vec<_>>()
-                .join("\n");
-            v.extend(highlight(&text, &t.target(), theme).into_iter().map(gutter));
+                .map(|l| l.split_once('\t').unwrap_or(("", l)))
+                .unzip();
+            let lit = highlight(&code.join("\n"), &t.target(), theme);
+            for (n, l) in numbers.iter().zip(lit) {
+                let mut spans = Vec::new();
+                if !n.is_empty() {
+                    spans.push(Span::styled(format!("{} ", n.trim_start()), theme.hint()));
+                }
+                spans.extend(l.spans);
+                v.push(gutter(Line::from(spans)));
+            }
             let total = e.total_lines.max(e.stdout.lines().count() as u64);
             if total > SHOWN_EXCERPT as u64 {
                 v.push(more(total - SHOWN_EXCERPT as u64, "more lines", theme));
@@ -320,7 +342,9 @@ fn tool_lines(
             } else {
                 theme.fg(theme.warning)
             };
-            v.push(Line::styled(r.clone(), style));
+            // A reason can span lines (a patch's mismatch shows the file's lines and the
+            // expected ones): each is its own line.
+            v.extend(r.lines().map(|l| Line::styled(l.to_string(), style)));
         }
         if let Some(note) = &e.store_note {
             v.push(Line::styled(note.clone(), theme.hint()));

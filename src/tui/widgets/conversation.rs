@@ -84,17 +84,19 @@ pub struct HeightCache {
 }
 
 /// Where an answer's text can be cut so both sides lay out as the whole does: after the last
-/// complete line of `text` at which no code fence is open (the text given starts outside one).
+/// complete line of `text` at which no code fence is open and which is not a table row (a
+/// table's columns depend on all its rows) (the text given starts outside both).
 fn settled(text: &str) -> usize {
     let mut open = false;
     let mut safe = 0;
     let mut start = 0;
     for (i, _) in text.match_indices('\n') {
-        if text[start..i].trim_start().starts_with("```") {
+        let line = &text[start..i];
+        if line.trim_start().starts_with("```") {
             open = !open;
         }
         start = i + 1;
-        if !open {
+        if !open && !markdown::table_row(line) {
             safe = start;
         }
     }
@@ -347,6 +349,9 @@ mod tests {
             "word ",
             "a very long line that wraps more than once at forty columns or so, surely ",
             "é ü 漢字 ",
+            "| a | b |\n",
+            "|---|---|\n",
+            "| long cell | x |\n",
         ])
     }
 
