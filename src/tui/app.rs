@@ -88,6 +88,8 @@ pub struct App {
     pub unseen: bool,
     /// A passing word for the status line (what a copy did), and when it was said.
     pub flash: Option<(&'static str, Instant)>,
+    /// Pastes folded in the composer: each marker and the text it stands for.
+    pastes: Vec<(String, String)>,
     /// Whether the terminal said Spear's window has the focus (`None`: it never said, which
     /// counts as not focused, so the bell rings).
     pub window_focused: Option<bool>,
@@ -132,6 +134,7 @@ impl App {
             quit: false,
             unseen: false,
             flash: None,
+            pastes: Vec::new(),
             queued: None,
             window_focused: None,
             pending_context: Vec::new(),
@@ -203,7 +206,7 @@ impl App {
                     ),
                     None => {
                         self.focus = Focus::Composer;
-                        self.composer.insert_str(&text);
+                        self.paste_into_composer(text);
                     }
                 }
                 self.dirty = true;
@@ -373,6 +376,30 @@ impl App {
             self.audit_started = true;
             fx.push(Effect::AuditOpen);
         }
+    }
+
+    /// A paste of more lines than the screen has goes into the composer folded, as a marker
+    /// (`[paste 1: 500 lines]`) that the message carries whole when it is sent; a shorter one
+    /// goes in as text.
+    fn paste_into_composer(&mut self, text: String) {
+        let lines = text.lines().count();
+        if lines <= usize::from(self.size.1) {
+            self.composer.insert_str(&text);
+            return;
+        }
+        let n = self.pastes.len() + 1;
+        let marker = format!("[paste {n}: {lines} lines]");
+        self.composer.insert_str(&marker);
+        self.pastes.push((marker, text));
+    }
+
+    /// The message as it is sent: each folded paste's marker replaced by the paste.
+    pub(crate) fn unfold_pastes(&mut self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (marker, paste) in std::mem::take(&mut self.pastes) {
+            out = out.replacen(&marker, &paste, 1);
+        }
+        out
     }
 
     /// Scroll so the focused cell is in view: its bottom when it is below the view, its top

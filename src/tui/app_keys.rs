@@ -111,6 +111,9 @@ impl App {
         };
         if self.busy() {
             h.insert(0, ("Esc/Ctrl+C", "cancel turn"));
+            if self.queued.is_some() && self.focus == Focus::Composer {
+                h.insert(0, ("Enter", "send queued now"));
+            }
         }
         if self.quit_armed.is_some() {
             h.insert(0, ("Ctrl+C", "again to quit"));
@@ -316,9 +319,19 @@ impl App {
             KeyCode::Char('u') if ctrl => {
                 self.composer.delete_line_by_head();
             }
+            // An empty Enter while a message waits for the turn: stop the turn, so the message
+            // goes now (it is sent when the turn ends).
+            KeyCode::Enter if text.trim().is_empty() && self.busy() && self.queued.is_some() => {
+                fx.push(Effect::Cancel);
+                self.notice(
+                    NoticeKind::Info,
+                    "stopping the turn: the queued message goes when it has ended",
+                );
+            }
             KeyCode::Enter => {
                 self.composer = composer();
                 self.history_pos = None;
+                let text = self.unfold_pastes(&text);
                 self.send(&text, fx);
             }
             KeyCode::Tab => match commands::complete(&text).first() {

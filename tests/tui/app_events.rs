@@ -925,3 +925,53 @@ fn the_view_follows_the_selected_cell() {
     assert!(render(&app, 80, 24).contains("▌ notice 39"));
     assert_eq!(app.scroll, 0);
 }
+
+#[test]
+fn an_empty_enter_sends_the_queued_message_now_by_stopping_the_turn() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "first", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    type_text(&mut app, "second", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    assert!(render(&app, 100, 30).contains("send queued now"));
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Cancel]
+    );
+    let fx = app.update(Event::Agent(AgentEvent::Done {
+        reason: StopReason::Cancelled,
+        tool_calls: 0,
+        message: None,
+    }));
+    assert!(fx.contains(&Effect::Submit("second".into())), "{fx:?}");
+}
+
+#[test]
+fn a_paste_longer_than_the_screen_is_folded_in_the_composer_and_sent_whole() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    let log: String = (1..=200).map(|i| format!("log line {i}\r\n")).collect();
+    type_text(&mut app, "why does this fail? ", t0);
+    app.update(Event::Paste(log.clone()));
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("[paste 1: 200 lines]"), "{screen}");
+    assert!(!screen.contains("log line 1"), "{screen}");
+    let fx = press(&mut app, key(KeyCode::Enter), t0);
+    let whole = log.replace("\r\n", "\n");
+    assert_eq!(
+        fx,
+        vec![Effect::Submit(format!(
+            "why does this fail? {}",
+            whole.trim_end()
+        ))]
+    );
+    // A short paste goes in as text.
+    app.update(Event::Agent(AgentEvent::Done {
+        reason: StopReason::Finished,
+        tool_calls: 0,
+        message: None,
+    }));
+    app.update(Event::Paste("two\nlines".into()));
+    assert_eq!(composer_text(&app), "two\nlines");
+}
