@@ -300,3 +300,71 @@ fn sigterm_gives_the_terminal_back_and_the_keyboard_flags_are_popped() {
     let popped = at(b"\x1b[<1u").expect("the keyboard enhancement was popped");
     assert!(pushed < popped);
 }
+
+/// Issue 21: a 3,000-line result opened whole with Ctrl+O, searched and closed, in a real
+/// terminal; and the bell byte written when a question opens (tmux reports no focus here, which
+/// counts as not looking).
+#[test]
+fn a_long_output_is_read_whole_and_a_question_rings_the_bell() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let project = workspace(&base);
+    let server = MockServer::start([
+        tool_calls_answer(&[("call_seq", "terminal", json!({ "command": "seq 3000" }))]),
+        text_answer("Counted."),
+        tool_calls_answer(&[(
+            "call_touch",
+            "terminal",
+            json!({ "command": "touch made.txt" }),
+        )]),
+        text_answer("Left it."),
+    ]);
+    let log = base.join("pane.log");
+    let tmux = Tmux::spear_after(
+        "spear-e2e-view",
+        &base,
+        &project,
+        &server,
+        "--mode ask",
+        "sleep 1; ",
+    );
+    tmux.run(&[
+        "pipe-pane",
+        "-t",
+        "e2e",
+        "-o",
+        &format!("cat >> '{}'", log.display()),
+    ]);
+    tmux.wait_for("Ask Spear");
+    tmux.type_text("count to 3000");
+    tmux.keys(&["Enter"]);
+    let cell = tmux.wait_for("Counted.");
+    assert!(cell.contains("2988 earlier lines"), "{cell}");
+    tmux.keys(&["C-o"]);
+    let view = tmux.wait_for("of 3000");
+    assert!(view.contains("lines 1–"), "{view}");
+    tmux.type_text("/2999");
+    tmux.keys(&["Enter"]);
+    // The match is near the end: the view goes as far as it can (its last page).
+    let found = tmux.wait_for("–3000 of 3000");
+    assert!(found.lines().any(|l| l.trim() == "2999"), "{found}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("Ask Spear");
+    let bells = |bytes: &[u8]| bytes.iter().filter(|b| **b == 0x07).count();
+    let before = bells(&std::fs::read(&log).unwrap_or_default());
+    tmux.type_text("make a file");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("waiting for your answer");
+    let start = Instant::now();
+    while bells(&std::fs::read(&log).unwrap_or_default()) <= before {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no bell when the question opened"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    past_the_guard();
+    tmux.keys(&["n"]);
+    tmux.wait_for("Left it.");
+    assert!(!project.join("made.txt").exists());
+}
