@@ -395,3 +395,38 @@ fn bidi_and_invisible_format_characters_never_reach_the_terminal() {
     // The answer says what was there.
     assert!(shown.contains("notes\\u{202e}txt.exe"), "{shown}");
 }
+
+/// Errors in the danger colour, warnings in the warning colour, in every theme (issue 21
+/// point 7), pinned for the dark theme by a style snapshot.
+#[test]
+fn errors_and_warnings_are_drawn_in_their_colours() {
+    for theme in ["dark", "light", "high-contrast"] {
+        let t0 = Instant::now();
+        let mut app = app_with(theme, true, t0);
+        app.notice(
+            spear::tui::cells::NoticeKind::Error,
+            "boom: the server said 500",
+        );
+        app.notice(spear::tui::cells::NoticeKind::Warning, "careful: retrying");
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(60, 10)).unwrap();
+        term.draw(|f| spear::tui::ui::draw(&app, f)).unwrap();
+        let buf = term.backend().buffer().clone();
+        let find = |word: &str| {
+            (0..10u16)
+                .find_map(|y| {
+                    let row: String = (0..60u16)
+                        .map(|x| buf[(x, y)].symbol().to_string())
+                        .collect();
+                    row.find(word).map(|i| (row[..i].chars().count() as u16, y))
+                })
+                .unwrap_or_else(|| panic!("{word} not drawn"))
+        };
+        let (x, y) = find("boom");
+        assert_eq!(buf[(x, y)].fg, app.theme.danger, "{theme}: the error");
+        let (x, y) = find("careful");
+        assert_eq!(buf[(x, y)].fg, app.theme.warning, "{theme}: the warning");
+        if theme == "dark" {
+            insta::assert_snapshot!("error_and_warning_colours", style_map(&app, 60, 6));
+        }
+    }
+}

@@ -283,7 +283,13 @@ impl Widget for ConversationWidget<'_> {
                 for l in laid.slice(from - at, to - at) {
                     let mut spans = vec![Span::styled(mark, self.theme.accent())];
                     spans.push(Span::raw(" "));
-                    spans.extend(l.spans);
+                    // A line's own style (a notice's, a refusal's colour) is under each of
+                    // its spans: it must survive the gutter being put in front.
+                    let base = l.style;
+                    spans.extend(l.spans.into_iter().map(|mut s| {
+                        s.style = base.patch(s.style);
+                        s
+                    }));
                     shown.push(Line::from(spans));
                 }
             }
