@@ -426,7 +426,7 @@ fn errors_and_warnings_are_drawn_in_their_colours() {
         let (x, y) = find("careful");
         assert_eq!(buf[(x, y)].fg, app.theme.warning, "{theme}: the warning");
         if theme == "dark" {
-            insta::assert_snapshot!("error_and_warning_colours", style_map(&app, 60, 6));
+            insta::assert_snapshot!("error_and_warning_colours", style_map(&app, 60, 12));
         }
     }
 }
