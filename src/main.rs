@@ -103,6 +103,7 @@ fn main() -> ExitCode {
                     matches!(
                         e,
                         spear::agent::builder::BuildError::StateInsideWorkspace { .. }
+                            | spear::agent::builder::BuildError::ConfigInsideWorkspace { .. }
                     )
                 });
             ExitCode::from(if misplaced { 2 } else { 1 })

@@ -65,6 +65,8 @@ mod descriptors;
 #[path = "execution/orphans.rs"]
 mod orphans;
 
+#[path = "execution/agent_config.rs"]
+mod agent_config;
 #[path = "execution/git_walls.rs"]
 mod git_walls;
 

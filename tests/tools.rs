@@ -7,6 +7,8 @@
 #[path = "support/audit_log.rs"]
 mod audit_log;
 
+#[path = "tools/agent_config.rs"]
+mod agent_config;
 #[path = "support/alone.rs"]
 mod alone;
 #[path = "tools/approvals.rs"]

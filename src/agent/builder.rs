@@ -56,6 +56,15 @@ pub enum BuildError {
         workspace.display()
     )]
     StateInsideWorkspace { state: PathBuf, workspace: PathBuf },
+    #[error(
+        "Spear's configuration (its config file, rules and hooks) is in {}, which is inside \
+         the workspace {}, where the model's commands could change what Spear allows. Start \
+         Spear in a project directory or give --workspace DIR, or set XDG_CONFIG_HOME to a \
+         directory outside the workspace",
+        config.display(),
+        workspace.display()
+    )]
+    ConfigInsideWorkspace { config: PathBuf, workspace: PathBuf },
     #[error("cannot open the audit log; nothing was run: {0}")]
     Audit(#[source] AuditError),
     #[error("cannot open the result store: {0}")]
@@ -95,6 +104,16 @@ impl Place {
         if state_inside(&place.state, &place.root) {
             return Err(BuildError::StateInsideWorkspace {
                 state: place.state,
+                workspace: place.root,
+            });
+        }
+        if let Some(config) = crate::config::default_path()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .filter(|c| state_inside(c, &place.root))
+        {
+            return Err(BuildError::ConfigInsideWorkspace {
+                config,
                 workspace: place.root,
             });
         }
@@ -169,6 +188,18 @@ pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn Comma
     config.protected_scan = Some(ProtectedScan::new(move || {
         TargetPolicy::default().protected_dirs(&scan_root, PROTECTED_SCAN_BUDGET)
     }));
+    // Agents' configuration at the workspace root: the file tools refuse it, so commands get
+    // it read-only, and what a command creates of it is removed again. (Deeper directories of
+    // it are among the protected directories the scan finds.)
+    config.uncreatable_paths = crate::harness::target_policy::AGENT_DIRS
+        .iter()
+        .map(PathBuf::from)
+        .chain(
+            crate::harness::target_policy::AGENT_FILES
+                .iter()
+                .map(|f| f.iter().collect::<PathBuf>()),
+        )
+        .collect();
     // Generated-header files: the file tools refuse them, and every writer must meet the same
     // refusal, so commands get them read-only.
     if let Ok(ws) = Workspace::new(root) {

@@ -55,6 +55,45 @@ pub enum TargetRule {
     /// An existing regular file with more than one hard link: the same inode may be a file
     /// outside the workspace, which a write in place would change. Deleting one name is fine.
     HardLink,
+    /// A file that configures or instructs a coding agent (Spear's `.spear/` rules and hooks,
+    /// `AGENTS.md`, `.claude/`, `.codex/`, `.vscode/tasks.json` …): an agent, Spear included,
+    /// obeys what a write put there with the person's authority. Not configurable.
+    AgentConfig,
+}
+
+/// Directories whose contents configure coding agents, at any depth of a workspace: Spear's
+/// own (`.spear/`: rules and hooks), the cross-agent `.agents/`, and its peers' (Claude Code,
+/// Codex, Gemini CLI, Cursor).
+pub const AGENT_DIRS: &[&str] = &[
+    ".spear", ".agents", ".claude", ".codex", ".gemini", ".cursor",
+];
+
+/// Files that instruct or configure coding agents, at any depth: instructions an agent reads
+/// as the person's (`AGENTS.md`, `CLAUDE.md`, `GEMINI.md`, Cursor's and Windsurf's rules, Copilot's
+/// instructions), MCP servers an agent starts (`.mcp.json`), and editor tasks that run when the
+/// folder is opened (`.vscode/tasks.json`; `.vscode/settings.json` names programs the editor
+/// runs). Each is a path of components.
+pub const AGENT_FILES: &[&[&str]] = &[
+    &["AGENTS.md"],
+    &["CLAUDE.md"],
+    &["GEMINI.md"],
+    &[".mcp.json"],
+    &[".cursorrules"],
+    &[".windsurfrules"],
+    &[".github", "copilot-instructions.md"],
+    &[".vscode", "tasks.json"],
+    &[".vscode", "settings.json"],
+];
+
+/// The agent configuration `comps` (a path's components) is or lies in, if any.
+fn agent_config(comps: &[String]) -> Option<String> {
+    if let Some(d) = comps.iter().find(|c| AGENT_DIRS.contains(&c.as_str())) {
+        return Some(format!("{d}/"));
+    }
+    AGENT_FILES.iter().find_map(|f| {
+        (comps.len() >= f.len() && comps[comps.len() - f.len()..].iter().eq(f.iter()))
+            .then(|| f.join("/"))
+    })
 }
 
 impl TargetRule {
@@ -66,6 +105,7 @@ impl TargetRule {
             TargetRule::Snapshot => "snapshot",
             TargetRule::GitControl => "git_control",
             TargetRule::HardLink => "hard_link",
+            TargetRule::AgentConfig => "agent_config",
         }
     }
 
@@ -81,6 +121,13 @@ impl TargetRule {
                  would change that file too (a terminal command) or split the two silently (a \
                  file tool). If the workspace copy should be its own, break the link yourself \
                  (`cp --remove-destination FILE FILE`) and try again"
+            }
+            TargetRule::AgentConfig => {
+                "a file that configures or instructs coding agents (Spear's `.spear/` rules and \
+                 hooks, AGENTS.md, CLAUDE.md, .claude/, .codex/, .mcp.json, .vscode/tasks.json \
+                 …): an agent, Spear included, would obey what was written there with your \
+                 authority, so Spear refuses to change it in every mode. If you mean it, edit it \
+                 yourself outside Spear"
             }
             TargetRule::GitControl => {
                 "part of a git repository's control files (config, hooks, commondir, gitdir \
@@ -273,6 +320,9 @@ impl TargetPolicy {
         if let Some(m) = git_control(&as_written) {
             return Err(refuse(TargetRule::GitControl, None, m));
         }
+        if let Some(m) = agent_config(&as_written) {
+            return Err(refuse(TargetRule::AgentConfig, None, m));
+        }
         if let Some((rule, m)) = self.path_rule(&as_written) {
             return Err(refuse(rule, None, m));
         }
@@ -288,9 +338,10 @@ impl TargetPolicy {
             Err(r) => match r.resolved.as_deref() {
                 Some(res) => {
                     let comps = in_root_components(ws, res);
-                    match git_control(&comps) {
-                        Some(m) => Err(refuse(TargetRule::GitControl, Some(res), m)),
-                        None => match self.path_rule(&comps) {
+                    match (git_control(&comps), agent_config(&comps)) {
+                        (Some(m), _) => Err(refuse(TargetRule::GitControl, Some(res), m)),
+                        (None, Some(m)) => Err(refuse(TargetRule::AgentConfig, Some(res), m)),
+                        (None, None) => match self.path_rule(&comps) {
                             Some((rule, m)) => Err(refuse(rule, Some(res), m)),
                             None => Ok(()),
                         },
@@ -322,6 +373,9 @@ impl TargetPolicy {
         let comps = components(p.relative());
         if let Some(m) = git_control(&comps).or_else(|| bare_git_dir(p.resolved(), ws)) {
             return Err((TargetRule::GitControl, m));
+        }
+        if let Some(m) = agent_config(&comps) {
+            return Err((TargetRule::AgentConfig, m));
         }
         if let Some(hit) = self.path_rule(&comps) {
             return Err(hit);
@@ -368,7 +422,8 @@ impl TargetPolicy {
     }
 
     /// The first directory rule whose components appear consecutively in `comps`.
-    /// The directories under `root` that this policy protects (`vendor/`, `generated/`, …),
+    /// The directories under `root` that this policy protects (`vendor/`, `generated/`,
+    /// agents' configuration directories …),
     /// relative to `root`, for the sandbox to bind read-only. The walk never follows links,
     /// skips `.git`, does not descend into a protected directory, and stops after `budget`
     /// entries (a huge tree is protected by the gates in front of the sandbox regardless).
@@ -392,7 +447,8 @@ impl TargetPolicy {
                     continue;
                 }
                 let child = rel.join(entry.file_name());
-                if self.path_rule(&components(&child)).is_some() {
+                let comps = components(&child);
+                if self.path_rule(&comps).is_some() || agent_config(&comps).is_some() {
                     found.push(child);
                 } else {
                     stack.push(child);
@@ -470,7 +526,7 @@ fn refusal(
 ) -> TargetRefusal {
     let how = match rule {
         TargetRule::GeneratedHeader => format!("its header says `{matched}`"),
-        TargetRule::GitControl => format!("`{matched}`"),
+        TargetRule::GitControl | TargetRule::AgentConfig => format!("`{matched}`"),
         TargetRule::HardLink => matched.clone(),
         _ => format!("path component `{matched}`"),
     };

@@ -642,3 +642,33 @@ fn started_in_home_spear_says_once_where_its_state_would_lie_and_exits_2() {
         );
     }
 }
+
+/// Issue 22 item 2: a workspace that holds Spear's configuration directory (its config file,
+/// rules and hooks) is refused at start, as one that holds the state directory is: the model's
+/// commands could otherwise change what Spear allows. Exit 2, said once, with the fix.
+#[test]
+fn a_workspace_holding_spears_configuration_is_refused_at_start() {
+    let base = tempfile::tempdir().unwrap();
+    let base = base.path().canonicalize().unwrap();
+    let project = base.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_spear"))
+        .args(["sessions"])
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", base.join("home"))
+        .env("XDG_STATE_HOME", base.join("state"))
+        .env("XDG_CONFIG_HOME", project.join(".config"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("inside the workspace").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("XDG_CONFIG_HOME"), "{stderr}");
+}

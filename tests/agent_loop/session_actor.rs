@@ -479,7 +479,8 @@ async fn turn_notes(live: &mut Live) -> Vec<String> {
 async fn a_turn_that_changed_files_that_run_code_says_so_as_it_ends() {
     let f = Fixture::new();
     let tasks = serde_json::json!({
-        "command": "mkdir -p .vscode && echo '{}' > .vscode/tasks.json",
+        // (.vscode/tasks.json is agents' configuration, which no command may write at all.)
+        "command": "mkdir -p .cargo && echo '[alias]' > .cargo/config.toml",
     });
     let model = ScriptedModel::new(vec![
         calls(&[
@@ -500,7 +501,7 @@ async fn a_turn_that_changed_files_that_run_code_says_so_as_it_ends() {
     let told: Vec<&String> = notes.iter().filter(|n| n.contains("run code")).collect();
     assert_eq!(told.len(), 1, "{notes:?}");
     assert!(
-        told[0].contains("`Makefile`") && told[0].contains("`.vscode/tasks.json`"),
+        told[0].contains("`Makefile`") && told[0].contains("`.cargo/config.toml`"),
         "{told:?}"
     );
     live.op(SessionOp::Submit("again".into()));

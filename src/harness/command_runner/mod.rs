@@ -62,6 +62,10 @@ pub struct RunnerConfig {
     pub protected_paths: Vec<PathBuf>,
     /// More paths to protect, looked for once, on the first writable run.
     pub protected_scan: Option<ProtectedScan>,
+    /// Workspace-relative paths no command may change or create: bound read-only when they
+    /// exist, and removed again after the run (which then fails saying so) when a command
+    /// created one.
+    pub uncreatable_paths: Vec<PathBuf>,
     /// Asked about every regular file a writable run's before-snapshot sees (answers cached by
     /// inode, size and times): a file it names is bound read-only for the run.
     pub held_files: Option<HeldFileCheck>,
@@ -96,6 +100,7 @@ impl RunnerConfig {
             workspace: workspace.into(),
             protected_paths: Vec::new(),
             protected_scan: None,
+            uncreatable_paths: Vec::new(),
             held_files: None,
             resource_limits: ResourceLimits::default(),
             cgroup_limits: CgroupLimits::default(),
@@ -376,12 +381,34 @@ impl CommandRunner {
     }
 
     /// Every workspace-relative path a writable run keeps read-only, as the workspace is now.
+    /// What a run created that it must not have, as the person is told: each path and whether
+    /// it was removed again.
+    fn created_names(&self, created: &[(PathBuf, bool)]) -> Vec<String> {
+        created
+            .iter()
+            .map(|(p, removed)| {
+                let rel = p.strip_prefix(&self.workspace).unwrap_or(p).display();
+                match removed {
+                    true => format!("`{rel}` (removed again)"),
+                    false => format!("`{rel}` (which could not be removed: remove it yourself)"),
+                }
+            })
+            .collect()
+    }
+
     fn protected_now(&self) -> Vec<PathBuf> {
         let mut protected = self.protected.clone();
         if let Some(scan) = &self.config.protected_scan {
             protected.extend(self.scanned.get_or_init(|| (scan.0)()).iter().cloned());
         }
         protected.extend(spec::existing_git_controls(&self.workspace));
+        protected.extend(
+            self.config
+                .uncreatable_paths
+                .iter()
+                .filter(|p| self.workspace.join(p).symlink_metadata().is_ok())
+                .cloned(),
+        );
         protected
     }
 
@@ -548,14 +575,18 @@ impl CommandRunner {
                     .map(|rel| Protection::ReadOnly(self.workspace.join(rel))),
             );
         }
-        let absent_controls: Vec<PathBuf> = match req.profile.workspace_write {
-            true => spec::UNPLACEABLE_GIT_CONTROLS
-                .iter()
-                .map(|p| self.workspace.join(p))
-                .filter(|p| p.symlink_metadata().is_err())
-                .collect(),
-            false => Vec::new(),
+        let absent = |paths: &mut dyn Iterator<Item = &Path>| -> Vec<PathBuf> {
+            match req.profile.workspace_write {
+                true => paths
+                    .map(|p| self.workspace.join(p))
+                    .filter(|p| p.symlink_metadata().is_err())
+                    .collect(),
+                false => Vec::new(),
+            }
         };
+        let absent_controls = absent(&mut spec::UNPLACEABLE_GIT_CONTROLS.iter().map(Path::new));
+        let absent_uncreatable =
+            absent(&mut self.config.uncreatable_paths.iter().map(PathBuf::as_path));
         // Directories that must stay the owner's alone after the run (with the root and
         // `.git`, which the check always guards): the protected directories.
         let guarded: Vec<PathBuf> = spec
@@ -613,6 +644,7 @@ impl CommandRunner {
             WorkspaceSnapshot::changes(&b, &after)
         });
         let created = remove_created(&absent_controls);
+        let created_uncreatable = remove_created(&absent_uncreatable);
         // Not bounded by the snapshot's limits: a run that could write is checked whole.
         let left_modes = req
             .profile
@@ -632,23 +664,20 @@ impl CommandRunner {
             Err(e) => ToolResult::failed(e.to_string()),
         };
         if !created.is_empty() {
-            let names: Vec<String> = created
-                .iter()
-                .map(|(p, removed)| {
-                    let rel = p.strip_prefix(&self.workspace).unwrap_or(p).display();
-                    match removed {
-                        true => format!("`{rel}` (removed again)"),
-                        false => {
-                            format!("`{rel}` (which could not be removed: remove it yourself)")
-                        }
-                    }
-                })
-                .collect();
+            let names = self.created_names(&created);
             let why = format!(
                 "the command created {}, which would point the repository at another \
                  directory's config and hooks. Change the repository's layout yourself outside \
                  Spear if you mean it",
                 names.join(", ")
+            );
+            fail_with(&mut result, why);
+        }
+        if !created_uncreatable.is_empty() {
+            let why = format!(
+                "the command created {}, which no command may create here. Create it yourself \
+                 outside Spear if you mean it",
+                self.created_names(&created_uncreatable).join(", ")
             );
             fail_with(&mut result, why);
         }
