@@ -46,18 +46,8 @@ const TARGETS: &[(&str, &str)] = &[
     ("sub/.cursor/rules/a.mdc", "sub/.cursor/rules/a.mdc"),
 ];
 
-fn contents(f: &Fixture, rel: &str) -> Option<Vec<u8>> {
-    std::fs::read(f.project.join(rel)).ok()
-}
-
 fn assert_refused(env: &spear::tools::envelope::ToolResultEnvelope, what: &str) {
-    assert_eq!(env.status, ToolStatus::Denied, "{what}: {env:?}");
-    let reason = env.reason.as_deref().unwrap_or("");
-    assert!(reason.contains("agent_config"), "{what}: {reason}");
-    assert!(
-        reason.contains("outside Spear"),
-        "{what}: the reason must say how to do it yourself: {reason}"
-    );
+    assert_refused_by(env, "agent_config", what);
 }
 
 #[test]

@@ -49,18 +49,8 @@ const TARGETS: &[(&str, &str)] = &[
     ("bare/hooks/post-update", "bare/hooks/post-update"),
 ];
 
-fn contents(f: &Fixture, rel: &str) -> Option<Vec<u8>> {
-    std::fs::read(f.project.join(rel)).ok()
-}
-
 fn assert_refused(env: &spear::tools::envelope::ToolResultEnvelope, what: &str) {
-    assert_eq!(env.status, ToolStatus::Denied, "{what}: {env:?}");
-    let reason = env.reason.as_deref().unwrap_or("");
-    assert!(reason.contains("git_control"), "{what}: {reason}");
-    assert!(
-        reason.contains("outside Spear"),
-        "{what}: the reason must say how to do it yourself: {reason}"
-    );
+    assert_refused_by(env, "git_control", what);
 }
 
 #[test]

@@ -241,3 +241,23 @@ impl CommandExecutor for Recorder {
         })
     }
 }
+
+/// The bytes of `rel` in the fixture's project, if it exists.
+pub fn contents(f: &Fixture, rel: &str) -> Option<Vec<u8>> {
+    std::fs::read(f.project.join(rel)).ok()
+}
+
+/// The call was refused by `rule`, and the reason says how to do it yourself.
+pub fn assert_refused_by(env: &spear::tools::envelope::ToolResultEnvelope, rule: &str, what: &str) {
+    assert_eq!(
+        env.status,
+        spear::harness::primitives::ToolStatus::Denied,
+        "{what}: {env:?}"
+    );
+    let reason = env.reason.as_deref().unwrap_or("");
+    assert!(reason.contains(rule), "{what}: {reason}");
+    assert!(
+        reason.contains("outside Spear"),
+        "{what}: the reason must say how to do it yourself: {reason}"
+    );
+}
