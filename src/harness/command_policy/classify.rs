@@ -96,6 +96,7 @@ pub(crate) fn classify(
         a: &mut assessment,
         wrappers: 0,
         cwd: None,
+        cd_dirs: (Vec::new(), false),
         budget,
         current: 0,
     };
@@ -131,6 +132,10 @@ pub(crate) struct Cx<'c> {
     /// Where relative paths land when the command changes directory (`cd /etc && …`): the
     /// worst place any `cd` in the line goes, when that is not the workspace.
     pub cwd: Option<Scope>,
+    /// The directories outside the workspace a `cd` in the line moves to, as written
+    /// (`cd /dev && cat watchdog` opens `/dev/watchdog`), and whether one it moves to is not
+    /// fixed by the line (then a relative path may name any file, a device included).
+    pub cd_dirs: (Vec<String>, bool),
     /// What the whole classification may still spend.
     pub budget: &'c Budget,
     /// The index in `facts.commands` of the simple command being judged.
@@ -151,6 +156,7 @@ impl Cx<'_> {
     fn structure(&mut self) {
         let f = self.facts;
         self.cwd = directory_changes(f, self.config.workspace_root.as_deref());
+        self.cd_dirs = directories_moved_to(f, self.config.workspace_root.as_deref());
         for doc in f.heredocs.iter().filter(|d| !d.quoted) {
             for sub in scripts::substitutions_in_text(&doc.body) {
                 self.raise(
@@ -244,6 +250,7 @@ impl Cx<'_> {
         for (r, place) in placed.chain(statements) {
             let Some(target) = &r.target else { continue };
             self.watchdog(target);
+            self.read_after_cd(target);
             if paths::scope(target, None) == Scope::NetworkDevice {
                 self.network_device(target);
                 continue;
@@ -546,6 +553,40 @@ impl Cx<'_> {
     /// opening most other devices acts too (a tape rewinds on close, a tray closes, a terminal
     /// or input device gives another person's keystrokes).
     fn watchdog(&mut self, w: &Word) {
+        self.device_open(w, w);
+    }
+
+    /// A relative path an argument or a redirection names, after a `cd` out of the workspace:
+    /// it is opened there (`cd /dev && cat watchdog`).
+    fn read_after_cd(&mut self, w: &Word) {
+        if w.value.starts_with('/') || w.value.is_empty() {
+            return;
+        }
+        let (dirs, unfixed) = self.cd_dirs.clone();
+        for d in dirs {
+            let joined = format!("{}/{}", d.trim_end_matches('/'), w.value);
+            let mut there = w.clone();
+            there.value = joined.clone();
+            if w.glob {
+                there.pattern = format!("{}/{}", d.trim_end_matches('/'), w.pattern);
+            }
+            self.device_open(&there, w);
+        }
+        if unfixed && !w.value.starts_with('-') {
+            self.raise(
+                ShellComplex,
+                format!(
+                    "reads `{}` after a `cd` to a directory the command does not fix, where it \
+                     may name any file, a device whose opening acts included",
+                    w.value
+                ),
+            );
+        }
+    }
+
+    /// The device `w` opens, if any, raised as `shown` names it.
+    fn device_open(&mut self, w: &Word, shown: &Word) {
+        let _ = shown;
         match paths::opens_device(w) {
             Some(paths::DeviceOpen::Watchdog) => self.raise(
                 Dangerous,
@@ -705,6 +746,12 @@ impl Cx<'_> {
         for arg in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
             if arg.value.contains("/dev/tcp/") || arg.value.contains("/dev/udp/") {
                 self.network_device(arg);
+            }
+        }
+        let moves = matches!(cmd.name.value.as_str(), "cd" | "pushd" | "popd");
+        if !moves {
+            for w in &cmd.args {
+                self.read_after_cd(w);
             }
         }
         for w in std::iter::once(&cmd.name).chain(cmd.args.iter()) {
@@ -898,50 +945,79 @@ impl Cx<'_> {
     }
 }
 
-/// The worst place a `cd`/`pushd` in the line moves to, when that is not inside the workspace.
-fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<Scope> {
-    let mut worst: Option<Scope> = None;
-    // `command cd /`, `builtin cd /` and `time cd /` move the shell too, and `env -C /` moves
-    // the command it runs.
-    let mut moves: Vec<Scope> = Vec::new();
+/// Where each `cd`/`pushd` in the line moves the shell, and each `env -C` the command it runs:
+/// the target word, `None` for home. `command cd /`, `builtin cd /` and `time cd /` move the
+/// shell too.
+fn moves(f: &ShellFacts) -> Vec<Option<Word>> {
+    let mut out = Vec::new();
     for c in &f.commands {
         for (name, args) in wrappers::layers(&c.name, &c.args) {
             if name.dynamic {
                 continue;
             }
             match name.value.as_str() {
-                "cd" | "pushd" => {
-                    let target = args
-                        .iter()
-                        .find(|a| !a.value.starts_with('-') || a.value == "-");
-                    moves.push(match target {
-                        None => Scope::Home,
-                        Some(t) if t.value == "-" => Scope::Dynamic,
-                        Some(t) => place_of_directory(paths::scope(t, root)),
-                    });
-                }
-                "env" => moves.extend(
-                    super::env_args::EnvArgs::parse(args)
-                        .chdir
-                        .map(|d| place_of_directory(paths::scope(&d, root))),
+                "cd" | "pushd" => out.push(
+                    args.iter()
+                        .find(|a| !a.value.starts_with('-') || a.value == "-")
+                        .cloned(),
                 ),
+                "env" => {
+                    if let Some(d) = super::env_args::EnvArgs::parse(args).chdir {
+                        out.push(Some(d));
+                    }
+                }
                 _ => {}
             }
         }
     }
-    for scope in moves {
-        let rank = |s: &Scope| match s {
-            Scope::Inside => 0,
-            Scope::Outside => 1,
-            Scope::Dynamic => 2,
-            Scope::Home => 3,
-            _ => 4,
+    out
+}
+
+/// The worst place a `cd`/`pushd` in the line moves to, when that is not inside the workspace.
+fn directory_changes(f: &ShellFacts, root: Option<&std::path::Path>) -> Option<Scope> {
+    let rank = |s: &Scope| match s {
+        Scope::Inside => 0,
+        Scope::Outside => 1,
+        Scope::Dynamic => 2,
+        Scope::Home => 3,
+        _ => 4,
+    };
+    let mut worst: Option<Scope> = None;
+    for target in moves(f) {
+        let scope = match target {
+            None => Scope::Home,
+            Some(t) if t.value == "-" => Scope::Dynamic,
+            Some(t) => place_of_directory(paths::scope(&t, root)),
         };
         if rank(&scope) > worst.as_ref().map_or(0, rank) {
             worst = Some(scope);
         }
     }
     worst
+}
+
+/// The directories outside the workspace the line moves to, written as absolute literal
+/// paths, and whether one it moves to is not fixed by the line (an expansion, `cd -`, a
+/// relative path that climbs out). A move inside the workspace, or home, is neither.
+fn directories_moved_to(f: &ShellFacts, root: Option<&std::path::Path>) -> (Vec<String>, bool) {
+    let mut dirs = Vec::new();
+    let mut unfixed = false;
+    for t in moves(f).into_iter().flatten() {
+        if t.value == "-" {
+            unfixed = true;
+            continue;
+        }
+        let scope = paths::scope(&t, root);
+        if scope == Scope::Inside || scope == Scope::Home {
+            continue;
+        }
+        if !t.dynamic && t.value.starts_with('/') {
+            dirs.push(t.value.clone());
+        } else {
+            unfixed = true;
+        }
+    }
+    (dirs, unfixed)
 }
 
 /// A directory that is a sink or a descriptor (`cd /dev/fd/3`) is no place a relative path can
