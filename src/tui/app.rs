@@ -157,11 +157,29 @@ impl App {
     }
 
     pub fn notice(&mut self, kind: NoticeKind, text: impl Into<String>) {
+        let before = self.anchor();
         self.cells.push(CellKind::Notice {
             kind,
             text: text.into(),
         });
+        self.keep_anchor(before);
         self.dirty = true;
+    }
+
+    /// The conversation's height, when the view is scrolled up (what `keep_anchor` needs).
+    fn anchor(&self) -> Option<usize> {
+        (self.scroll > 0).then(|| self.content_height())
+    }
+
+    /// Scrolled up, the view stays on what the person reads while the conversation below it
+    /// grows or shrinks, and a marker says there is new output.
+    fn keep_anchor(&mut self, before: Option<usize>) {
+        let Some(before) = before else { return };
+        let after = self.content_height();
+        if after > before {
+            self.unseen = true;
+        }
+        self.scroll = (self.scroll + after).saturating_sub(before);
     }
 
     pub fn busy(&self) -> bool {
@@ -177,11 +195,18 @@ impl App {
     /// The rows the conversation pane has (the screen less composer or docked dialog, status
     /// and borders).
     pub fn page(&self) -> usize {
+        // As `ui::regions` lays the screen out: the composer (or the docked dialog), the audit
+        // pane when open, the status bar.
         let below = match &self.confirm {
             Some(c) => crate::tui::widgets::confirm::dock_height(c, self.size, &self.theme),
-            None => 6,
+            None => (self.composer.lines().len() as u16).clamp(1, 6) + 2,
         };
-        usize::from(self.size.1.saturating_sub(below + 2)).max(1)
+        let audit = if self.audit_open {
+            self.size.1 * 2 / 5
+        } else {
+            0
+        };
+        usize::from(self.size.1.saturating_sub(below + audit + 2)).max(1)
     }
 
     pub fn update(&mut self, event: Event) -> Vec<Effect> {
@@ -196,6 +221,14 @@ impl App {
                 // Terminals send a pasted line break as CR (xterm, tmux); the composer splits
                 // lines on LF only, so every break is made an LF before it is inserted.
                 let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                if self.pager.is_some() {
+                    self.notice(
+                        NoticeKind::Warning,
+                        "the paste was not used: the whole-output view is open (q closes it)",
+                    );
+                    self.dirty = true;
+                    return fx;
+                }
                 match self.confirm.as_mut().map(|c| &mut c.message) {
                     // Only the text of a denial's message takes a paste: a paste never
                     // answers a question the person may not have seen.
@@ -212,7 +245,11 @@ impl App {
                 self.dirty = true;
             }
             Event::Scroll(lines) => {
-                self.scroll_by(-(lines as i64));
+                // The wheel scrolls what is in front: the whole-output view when it is open.
+                match &mut self.pager {
+                    Some(p) => p.scroll_by(i64::from(lines)),
+                    None => self.scroll_by(-(lines as i64)),
+                }
                 self.dirty = true;
             }
             Event::Resize(w, h) => {
@@ -228,15 +265,9 @@ impl App {
                 let asking = self.confirm.is_some();
                 // Scrolled up, the view stays on what the person reads while output arrives
                 // below it, and a marker says there is more.
-                let before = (self.scroll > 0).then(|| self.content_height());
+                let before = self.anchor();
                 self.agent(e);
-                if let Some(before) = before {
-                    let grown = self.content_height().saturating_sub(before);
-                    if grown > 0 {
-                        self.scroll += grown;
-                        self.unseen = true;
-                    }
-                }
+                self.keep_anchor(before);
                 // Called back when a question opens or a turn ends, unless the person is
                 // known to be looking.
                 let opened = !asking && self.confirm.is_some();

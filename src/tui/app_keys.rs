@@ -144,9 +144,10 @@ impl App {
         }
         // The conversation scrolls under an open dialog (the output it asks about stays
         // readable); these keys answer nothing.
+        let conversation = self.pager.is_none() && self.focus != Focus::Audit;
         match key.code {
-            KeyCode::PageUp if self.pager.is_none() => return self.scroll_by(self.page() as i64),
-            KeyCode::PageDown if self.pager.is_none() => {
+            KeyCode::PageUp if conversation => return self.scroll_by(self.page() as i64),
+            KeyCode::PageDown if conversation => {
                 return self.scroll_by(-(self.page() as i64));
             }
             _ => {}

@@ -229,7 +229,7 @@ impl Pager {
         self.load();
     }
 
-    fn scroll_by(&mut self, delta: i64) {
+    pub fn scroll_by(&mut self, delta: i64) {
         let top = if delta < 0 {
             self.top.saturating_sub(delta.unsigned_abs())
         } else {

@@ -72,38 +72,48 @@ pub struct Entered {
     pub background: Option<(f64, f64, f64)>,
 }
 
-/// How long the screen waits at start for the terminal's background colour.
+/// How long the screen waits at start for the terminal's background colour: for the first
+/// byte of an answer. Once one has come, the rest (up to DA1's answer) is read for at most
+/// `ANSWER_WAIT`, so a slow link's late answer is not left to be read as keys.
 pub const BACKGROUND_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Ask for the background colour (OSC 11) and, as the sentinel every terminal answers, the
-/// primary device attributes (DA1); read standard input until DA1's answer or `wait`.
+/// primary device attributes (DA1); read standard input until DA1's answer: nothing within
+/// `wait` means no answer is coming.
 fn query_background(wait: std::time::Duration) -> Option<(f64, f64, f64)> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::io::Errno;
     let mut out = stdout();
     out.write_all(b"\x1b]11;?\x1b\\\x1b[c").ok()?;
     out.flush().ok()?;
     let stdin = std::io::stdin();
-    let deadline = std::time::Instant::now() + wait;
+    let start = std::time::Instant::now();
     let mut got = Vec::new();
     while !crate::tui::background::has_da1(&got) && got.len() < 4096 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let limit = if got.is_empty() { wait } else { ANSWER_WAIT };
+        let left = (start + limit).saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             break;
         }
         let limit = Timespec {
-            tv_sec: 0,
-            tv_nsec: i64::from(left.subsec_nanos()),
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
         };
         let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-        if poll(&mut fds, Some(&limit)).ok()? == 0 {
-            break;
+        match poll(&mut fds, Some(&limit)) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(Errno::INTR) => continue,
+            Err(_) => break,
         }
         let mut buf = [0u8; 512];
-        let n = rustix::io::read(&stdin, &mut buf).ok()?;
-        if n == 0 {
-            break;
+        match rustix::io::read(&stdin, &mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(Errno::INTR | Errno::AGAIN) => continue,
+            Err(_) => break,
         }
-        got.extend_from_slice(&buf[..n]);
     }
     crate::tui::background::parse_osc11(&got)
 }

@@ -73,8 +73,8 @@ pub fn render(app: &App, area: Rect, buf: &mut ratatui::buffer::Buffer) {
         render_composer(app, comp, buf);
     }
     let hints = match app.flash {
-        Some((word, _)) => vec![("✓", word)],
-        None => app.hints(),
+        Some((word, _)) if app.confirm.is_none() && app.pager.is_none() => vec![("✓", word)],
+        _ => app.hints(),
     };
     StatusBar {
         info: &app.status,

@@ -192,3 +192,19 @@ fn a_dialog_that_opens_over_the_view_takes_the_keys() {
         "the dialog is drawn over the view:\n{screen}"
     );
 }
+
+#[test]
+fn the_wheel_scrolls_the_view_and_a_paste_does_not_reach_the_hidden_composer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = with_stored_output(dir.path());
+    press(&mut a, ctrl('o'), Instant::now());
+    a.update(Event::Scroll(-3));
+    assert_eq!(a.pager.as_ref().unwrap().top, 0, "up at the top stays");
+    a.update(Event::Scroll(5));
+    assert_eq!(a.pager.as_ref().unwrap().top, 5);
+    assert_eq!(a.scroll, 0, "the conversation underneath did not move");
+    a.update(Event::Paste("secret text".into()));
+    assert!(a.composer.lines().join("").is_empty());
+    press(&mut a, key(KeyCode::Char('q')), Instant::now());
+    assert!(render(&a, 80, 24).contains("the paste was not used"));
+}
