@@ -111,7 +111,11 @@ impl App {
         };
         if self.busy() {
             h.insert(0, ("Esc/Ctrl+C", "cancel turn"));
-            if self.queued.is_some() && self.focus == Focus::Composer {
+            // With a message queued and the box empty, Enter sends it now (with text in the
+            // box it queues that too, as "send" says).
+            let empty = self.composer.lines().iter().all(|l| l.trim().is_empty());
+            if self.queued.is_some() && self.focus == Focus::Composer && empty {
+                h.retain(|k| *k != ("Enter", "send"));
                 h.insert(0, ("Enter", "send queued now"));
             }
         }

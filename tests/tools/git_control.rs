@@ -58,26 +58,7 @@ fn write_file_and_patch_never_change_a_git_control_file_in_any_mode() {
     for mode in [ExecutionMode::Auto, ExecutionMode::Ask, ExecutionMode::Safe] {
         let f = repo();
         let router = f.router(Box::new(NoSandbox));
-        for (target, reached) in TARGETS {
-            let before = contents(&f, reached);
-            let mut t = turn(&router, mode);
-            let env = call(
-                &router,
-                &mut t,
-                "write_file",
-                json!({"path": target, "content": "[diff]\n\texternal = ./x\n"}),
-            );
-            assert_refused(&env, &format!("write_file {target} in {mode}"));
-            let mut t = turn(&router, mode);
-            let env = call(
-                &router,
-                &mut t,
-                "patch",
-                json!({"path": target, "edits": [{"old": "[core]", "new": "[core]\n\tfsmonitor = ./x"}]}),
-            );
-            assert_refused(&env, &format!("patch {target} in {mode}"));
-            assert_eq!(contents(&f, reached), before, "{target} changed in {mode}");
-        }
+        file_tools_refuse(&f, &router, mode, TARGETS, "git_control", false);
         // Positive control: an ordinary file is written in AUTO.
         if mode == ExecutionMode::Auto {
             let mut t = turn(&router, mode);

@@ -261,3 +261,38 @@ pub fn assert_refused_by(env: &spear::tools::envelope::ToolResultEnvelope, rule:
         "{what}: the reason must say how to do it yourself: {reason}"
     );
 }
+
+/// Each of `targets` (a name as the model writes it, and the file it reaches) refused to
+/// write_file and patch (and to delete_file when `delete`) in `mode` by `rule`, the file it
+/// reaches left as it was.
+pub fn file_tools_refuse(
+    f: &Fixture,
+    router: &ToolRouter,
+    mode: ExecutionMode,
+    targets: &[(&str, &str)],
+    rule: &str,
+    delete: bool,
+) {
+    for (target, reached) in targets {
+        let before = contents(f, reached);
+        let mut calls = vec![
+            (
+                "write_file",
+                serde_json::json!({"path": target, "content": "[core]\n\tfsmonitor = ./x\n"}),
+            ),
+            (
+                "patch",
+                serde_json::json!({"path": target, "edits": [{"old": "[core]", "new": "[core]\n\tfsmonitor = ./x"}]}),
+            ),
+        ];
+        if delete {
+            calls.push(("delete_file", serde_json::json!({"path": target})));
+        }
+        for (tool, args) in calls {
+            let mut t = turn(router, mode);
+            let env = call(router, &mut t, tool, args);
+            assert_refused_by(&env, rule, &format!("{tool} {target} in {mode}"));
+        }
+        assert_eq!(contents(f, reached), before, "{target} changed in {mode}");
+    }
+}

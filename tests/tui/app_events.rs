@@ -934,7 +934,12 @@ fn an_empty_enter_sends_the_queued_message_now_by_stopping_the_turn() {
     press(&mut app, key(KeyCode::Enter), t0);
     type_text(&mut app, "second", t0);
     press(&mut app, key(KeyCode::Enter), t0);
-    assert!(render(&app, 100, 30).contains("send queued now"));
+    let hints = render(&app, 100, 30);
+    assert!(hints.contains("Enter send queued now"), "{hints}");
+    assert!(
+        !hints.contains("Enter send ·"),
+        "two meanings for Enter: {hints}"
+    );
     assert_eq!(
         press(&mut app, key(KeyCode::Enter), t0),
         vec![Effect::Cancel]

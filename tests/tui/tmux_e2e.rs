@@ -64,6 +64,28 @@ impl Tmux {
         tmux
     }
 
+    /// As `spear_after` with a second's pause first, and everything the pane writes appended to
+    /// `log` (tmux re-renders the screen, so bytes such as the bell or the keyboard protocol's
+    /// are read there).
+    fn spear_logged(
+        name: &str,
+        base: &Path,
+        project: &Path,
+        server: &MockServer,
+        args: &str,
+        log: &Path,
+    ) -> Tmux {
+        let tmux = Tmux::spear_after(name, base, project, server, args, "sleep 1; ");
+        tmux.run(&[
+            "pipe-pane",
+            "-t",
+            "e2e",
+            "-o",
+            &format!("cat >> '{}'", log.display()),
+        ]);
+        tmux
+    }
+
     fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-L")
@@ -255,21 +277,14 @@ fn sigterm_gives_the_terminal_back_and_the_keyboard_flags_are_popped() {
     let project = workspace(&base);
     let server = MockServer::start([text_answer("unused")]);
     let log = base.join("pane.log");
-    let tmux = Tmux::spear_after(
+    let tmux = Tmux::spear_logged(
         "spear-e2e-term",
         &base,
         &project,
         &server,
         "--mode ask",
-        "sleep 1; ",
+        &log,
     );
-    tmux.run(&[
-        "pipe-pane",
-        "-t",
-        "e2e",
-        "-o",
-        &format!("cat >> '{}'", log.display()),
-    ]);
     tmux.wait_for("Ask Spear");
     // Spear is the pane shell's child (env executes it).
     let shell = tmux.run(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
@@ -320,21 +335,14 @@ fn a_long_output_is_read_whole_and_a_question_rings_the_bell() {
         text_answer("Left it."),
     ]);
     let log = base.join("pane.log");
-    let tmux = Tmux::spear_after(
+    let tmux = Tmux::spear_logged(
         "spear-e2e-view",
         &base,
         &project,
         &server,
         "--mode ask",
-        "sleep 1; ",
+        &log,
     );
-    tmux.run(&[
-        "pipe-pane",
-        "-t",
-        "e2e",
-        "-o",
-        &format!("cat >> '{}'", log.display()),
-    ]);
     tmux.wait_for("Ask Spear");
     tmux.type_text("count to 3000");
     tmux.keys(&["Enter"]);

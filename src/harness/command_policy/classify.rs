@@ -553,7 +553,7 @@ impl Cx<'_> {
     /// opening most other devices acts too (a tape rewinds on close, a tray closes, a terminal
     /// or input device gives another person's keystrokes).
     fn watchdog(&mut self, w: &Word) {
-        self.device_open(w, w);
+        self.device_open(w);
     }
 
     /// A relative path an argument or a redirection names, after a `cd` out of the workspace:
@@ -570,7 +570,7 @@ impl Cx<'_> {
             if w.glob {
                 there.pattern = format!("{}/{}", d.trim_end_matches('/'), w.pattern);
             }
-            self.device_open(&there, w);
+            self.device_open(&there);
         }
         if unfixed && !w.value.starts_with('-') {
             self.raise(
@@ -584,9 +584,8 @@ impl Cx<'_> {
         }
     }
 
-    /// The device `w` opens, if any, raised as `shown` names it.
-    fn device_open(&mut self, w: &Word, shown: &Word) {
-        let _ = shown;
+    /// The device `w` opens, if any, raised.
+    fn device_open(&mut self, w: &Word) {
         match paths::opens_device(w) {
             Some(paths::DeviceOpen::Watchdog) => self.raise(
                 Dangerous,

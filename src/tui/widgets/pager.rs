@@ -13,13 +13,14 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::hint_line;
 
 /// The pager's keys, for its footer and the help.
+/// How to leave comes first: a narrow screen cuts the line's end.
 pub const PAGER_KEYS: [(&str, &str); 6] = [
+    ("q/Esc", "close"),
     ("↑↓/PgUp/PgDn", "scroll"),
-    ("g/G", "top/end"),
     ("/", "search"),
     ("n/N", "next/prev"),
+    ("g/G", "top/end"),
     ("←→", "sideways"),
-    ("q/Esc", "close"),
 ];
 
 pub struct PagerWidget<'a> {
