@@ -83,3 +83,6 @@ mod set_id;
 mod sandbox_user;
 #[path = "execution/sockets.rs"]
 mod sockets;
+// Issue 19: version managers pinned in the sandbox.
+#[path = "execution/version_pins.rs"]
+mod version_pins;

@@ -23,6 +23,41 @@ const ALLOWED: &[&str] = &[
     "CI",
 ];
 
+/// Version managers, pinned so that a file in the workspace never chooses which program a name
+/// runs (issue 19). A shim or proxy on `PATH` (rustup's `cargo`, pyenv's `python`) reads a
+/// version file from the working directory upwards, and some accept a path there: a
+/// `rust-toolchain.toml` naming `path = "/…/workspace/tc"` makes a read-only `cargo --version`
+/// run `tc/bin/cargo`, a program the command never named. Inside the sandbox `$HOME` is Spear's
+/// own, so no manager finds a version installed on the host anyway: the pins cost nothing that
+/// worked, and they turn the workspace's choice into the manager's own "not installed" error.
+/// Set for every command, like git's settings above, so confinement learns nothing of why one
+/// was allowed. Should the host's toolchain homes ever be handed in, these become targeted
+/// (pin only a version file that names a path) rather than dropped.
+const VERSION_PINS: &[(&str, &str)] = &[
+    // Over every toolchain file; with auto-install off a missing toolchain is an error, not a
+    // download.
+    ("RUSTUP_TOOLCHAIN", "stable"),
+    ("RUSTUP_AUTO_INSTALL", "0"),
+    // The `*env` family: `system` is the program found on PATH after the shims, and each reads
+    // this variable before any `.X-version` file (pyenv's had a path-traversal CVE, 2022-35861).
+    ("PYENV_VERSION", "system"),
+    ("RBENV_VERSION", "system"),
+    ("NODENV_VERSION", "system"),
+    ("GOENV_VERSION", "system"),
+    ("PLENV_VERSION", "system"),
+    ("JENV_VERSION", "system"),
+    // asdf joins this name to each directory it searches; the model's tools may not create
+    // `.spear/` (protected configuration), so no `.tool-versions` (`path:`, `ref:` versions)
+    // is read from the workspace.
+    (
+        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME",
+        ".spear/no-tool-versions",
+    ),
+    // mise reads workspace config (`.tool-versions` included) only once trusted, and trust
+    // lives in the sandbox's empty home.
+    ("MISE_PARANOID", "1"),
+];
+
 /// The default `PATH` inside the sandbox: the system directories that are always bound.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -100,6 +135,11 @@ pub fn sandbox_env(
     env.push(("GIT_CONFIG_VALUE_0".into(), "explicit".into()));
     env.push(("GIT_CONFIG_KEY_1".into(), "core.fsmonitor".into()));
     env.push(("GIT_CONFIG_VALUE_1".into(), "false".into()));
+    env.extend(
+        VERSION_PINS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     env.sort();
     env.dedup_by(|a, b| a.0 == b.0);
     env
@@ -126,6 +166,26 @@ mod tests {
     }
 
     #[test]
+    fn version_managers_are_pinned_whatever_the_host_says() {
+        let host = vec![
+            kv("RUSTUP_TOOLCHAIN", "/work/tc"),
+            kv("PYENV_VERSION", "../../ws/evil"),
+            kv("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME", ".tool-versions"),
+        ];
+        let env = sandbox_env(&host, Path::new("/h"), Path::new("/tmp"), &[]);
+        for (k, v) in VERSION_PINS {
+            let found: Vec<_> = env.iter().filter(|(name, _)| name == k).collect();
+            assert_eq!(found, vec![&kv(k, v)], "{k}");
+        }
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("RUSTUP_TOOLCHAIN"), Some("stable"));
+        assert_eq!(get("PYENV_VERSION"), Some("system"));
+        // asdf's file name lies under protected configuration, which no tool may create.
+        let asdf = get("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or_default();
+        assert!(asdf.starts_with(".spear/"), "{asdf}");
+    }
+
+    #[test]
     fn only_allowed_harmless_variables_pass() {
         let host = vec![
             kv("PATH", "/root/.cargo/bin:/usr/bin:/opt/tool/bin"),
@@ -147,6 +207,8 @@ mod tests {
             Path::new("/tmp"),
             &[PathBuf::from("/opt/tool")],
         );
+        let pinned = |k: &str| VERSION_PINS.iter().any(|(name, _)| *name == k);
+        let env: Vec<_> = env.into_iter().filter(|(k, _)| !pinned(k)).collect();
         assert_eq!(
             env,
             vec![
