@@ -56,6 +56,8 @@ enum Command {
     Sessions(cli::sessions::SessionsArgs),
     /// The standards library: add a PDF, Markdown, HTML or text standard, list, remove.
     Standard(cli::standard::StandardArgs),
+    /// Permission rules: list, add, remove, explain a command, trust the project's file.
+    Rules(cli::rules::RulesArgs),
     /// Internal: one document extraction, run confined by Spear itself (input on stdin).
     #[command(name = "__extract", hide = true)]
     Extract {
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => cli::run::run(args, cli.workspace),
         Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
         Some(Command::Standard(args)) => cli::standard::run(args),
+        Some(Command::Rules(args)) => cli::rules::run(args, cli.workspace),
         Some(Command::Extract { kind, base }) => {
             let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
                         e,
                         spear::agent::builder::BuildError::StateInsideWorkspace { .. }
                             | spear::agent::builder::BuildError::ConfigInsideWorkspace { .. }
+                            | spear::agent::builder::BuildError::Rules(_)
                     )
                 });
             ExitCode::from(if misplaced { 2 } else { 1 })

@@ -43,6 +43,8 @@ mod pipeline;
 mod refusals;
 #[path = "tools/result_store.rs"]
 mod result_store;
+#[path = "tools/rules.rs"]
+mod rules;
 #[path = "tools/special_files.rs"]
 mod special_files;
 #[path = "tools/standard_cli.rs"]

@@ -21,6 +21,7 @@ use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
 use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
 use crate::harness::command_runner::{CommandRunner, HeldFileCheck, ProtectedScan, RunnerConfig};
 use crate::harness::primitives::ExecutionMode;
+use crate::harness::rules::RuleBook;
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
@@ -75,6 +76,10 @@ pub enum BuildError {
     Registry(#[from] RegistryError),
     #[error("cannot open the sessions: {0}")]
     Sessions(#[from] SessionError),
+    #[error(
+        "permission rules: {0} (fix or remove the file; `spear rules list` shows what is read)"
+    )]
+    Rules(#[from] crate::harness::rules::RulesError),
 }
 
 /// The workspace a front end works on, the directory it was started in, and where state lives.
@@ -298,6 +303,16 @@ impl SessionBuilder {
         )?)
     }
 
+    /// The permission rules for this workspace: the person's file, the project's (its allows
+    /// only when trusted), no session rules yet.
+    pub fn rules(&self) -> Result<RuleBook, BuildError> {
+        Ok(crate::harness::rules::load(
+            &self.place.root,
+            self.harness.rules_file.as_deref(),
+            &self.place.state,
+        )?)
+    }
+
     /// The host under the tools: the workspace, both policies, the sandboxed executor and the
     /// ResultStore.
     pub fn host(&self) -> Result<SpearHost, BuildError> {
@@ -308,6 +323,7 @@ impl SessionBuilder {
             CommandPolicy::new(PolicyConfig {
                 network_enabled: self.network,
                 workspace_root: Some(root.clone()),
+                rules: self.rules()?,
                 ..PolicyConfig::default()
             }),
             command_executor(root, &self.harness),

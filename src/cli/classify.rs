@@ -18,6 +18,10 @@ pub struct ClassifyArgs {
     /// Read commands separated by NUL bytes instead of newlines (so a command may span lines).
     #[arg(short = '0')]
     pub nul: bool,
+    /// Show each segment's own class and which permission rule (of this directory's
+    /// workspace) decides it in ASK mode.
+    #[arg(long, conflicts_with = "json")]
+    pub explain: bool,
     /// Commands to classify, one per argument. Read from stdin when none are given.
     pub commands: Vec<String>,
 }
@@ -55,7 +59,9 @@ pub fn run(args: ClassifyArgs) -> anyhow::Result<ExitCode> {
     let assessments: Vec<CommandAssessment> = commands.iter().map(|c| policy.classify(c)).collect();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if args.json {
+    if args.explain {
+        super::rules::explain_for_classify(&mut out, &policy, &assessments)?;
+    } else if args.json {
         for a in &assessments {
             let line = JsonLine {
                 command: &a.command,

@@ -5,6 +5,7 @@ pub mod classify;
 mod common;
 pub mod doctor;
 pub mod exec;
+pub mod rules;
 pub mod run;
 mod run_model;
 mod run_output;

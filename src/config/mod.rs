@@ -188,6 +188,9 @@ pub struct HarnessSettings {
     pub resource_limits: crate::harness::resource_control::ResourceLimits,
     /// `[cgroups]`: limits on the sandbox as a whole, applied through a systemd scope.
     pub cgroup_limits: crate::harness::resource_control::CgroupLimits,
+    /// The person's permission rules, `rules.toml` beside the config file (none: no rules of
+    /// the person's, as in tests).
+    pub rules_file: Option<PathBuf>,
 }
 
 impl Default for HarnessSettings {
@@ -201,6 +204,7 @@ impl Default for HarnessSettings {
             store_limits: Default::default(),
             resource_limits: Default::default(),
             cgroup_limits: Default::default(),
+            rules_file: None,
         }
     }
 }

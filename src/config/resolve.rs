@@ -235,6 +235,7 @@ pub fn harness(
         store_limits: limits,
         resource_limits,
         cgroup_limits,
+        rules_file: Some(path.with_file_name("rules.toml")),
     })
 }
 

@@ -4,12 +4,14 @@
 //! Execution layer: `sandbox`, `netns`, `process`, `resource_control` (never knows why a command
 //! was allowed). `command_runner::CommandRunner` is the one place an `ExecutionProfile` crosses over.
 
+pub mod atomic_file;
 pub mod audit;
 pub mod command_policy;
 pub mod command_runner;
 pub mod primitives;
 pub mod process;
 pub mod resource_control;
+pub mod rules;
 pub mod sandbox;
 pub mod secrets;
 pub mod shell;

@@ -97,7 +97,7 @@ impl Capability {
         Capability::Network,
     ];
 
-    fn bit(self) -> u8 {
+    const fn bit(self) -> u8 {
         match self {
             Capability::WorkspaceRead => 1,
             Capability::WorkspaceWrite => 2,
@@ -130,7 +130,18 @@ impl CapabilitySet {
     pub const EMPTY: CapabilitySet = CapabilitySet(0);
 
     pub fn of(caps: &[Capability]) -> Self {
-        caps.iter().fold(Self::EMPTY, |set, c| set.with(*c))
+        Self::of_const(caps)
+    }
+
+    /// As [`CapabilitySet::of`], usable in a constant.
+    pub const fn of_const(caps: &[Capability]) -> Self {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < caps.len() {
+            bits |= caps[i].bit();
+            i += 1;
+        }
+        CapabilitySet(bits)
     }
 
     #[must_use]
@@ -144,6 +155,17 @@ impl CapabilitySet {
 
     pub fn is_empty(self) -> bool {
         self.0 == 0
+    }
+
+    /// Every capability of either.
+    #[must_use]
+    pub fn union(self, other: CapabilitySet) -> CapabilitySet {
+        CapabilitySet(self.0 | other.0)
+    }
+
+    /// Every capability of `self` is in `other`.
+    pub fn within(self, other: CapabilitySet) -> bool {
+        self.0 & !other.0 == 0
     }
 
     pub fn iter(self) -> impl Iterator<Item = Capability> {

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::harness::audit::{DecidedBy, GrantRef};
 use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver, CommandClass};
 use crate::harness::primitives::{CapabilitySet, ExecutionMode};
+use crate::harness::rules::{RuleRef, Verdict};
 use crate::tools::preview::Preview;
 
 /// Names one approval request, unique within the process: an answer names the request it
@@ -156,23 +157,36 @@ impl SessionGrants {
     }
 }
 
-/// The harness asks through this for one call: a session grant for exactly this command and
-/// class answers at once; otherwise the turn's approver is asked with the call's typed request
-/// (its id, the call, the tool, the preview). It remembers who answered and how, so a person's
-/// "no" is told apart from what the mode refuses, and a session grant is recorded as one.
+/// How a question was answered, and by whom.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Answer {
+    pub decision: ApprovalDecision,
+    pub by: DecidedBy,
+    pub grant: Option<GrantRef>,
+    pub rule: Option<RuleRef>,
+}
+
+/// The harness asks through this for one call, only where the mode would ask: the permission
+/// rules' verdict first (a deny refuses, an allow answers, an ask goes to the person even past
+/// a session grant), then a session grant for exactly this command and class, then the turn's
+/// approver with the call's typed request (its id, the call, the tool, the preview). It
+/// remembers who answered and how, so a person's "no" is told apart from what the mode
+/// refuses, and a rule or a session grant is recorded as one.
 pub(crate) struct CallAsk<'a> {
     inner: &'a dyn CallApprover,
     grants: &'a SessionGrants,
+    verdict: &'a Verdict,
     call_id: &'a str,
     tool: &'a str,
     preview: Option<&'a Preview>,
-    answer: RefCell<Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)>>,
+    answer: RefCell<Option<Answer>>,
 }
 
 impl<'a> CallAsk<'a> {
     pub(crate) fn new(
         inner: &'a dyn CallApprover,
         grants: &'a SessionGrants,
+        verdict: &'a Verdict,
         call_id: &'a str,
         tool: &'a str,
         preview: Option<&'a Preview>,
@@ -180,6 +194,7 @@ impl<'a> CallAsk<'a> {
         CallAsk {
             inner,
             grants,
+            verdict,
             call_id,
             tool,
             preview,
@@ -188,23 +203,59 @@ impl<'a> CallAsk<'a> {
     }
 
     /// How the question was answered, and by whom (`None`: nobody was asked).
-    pub(crate) fn into_answer(self) -> Option<(ApprovalDecision, DecidedBy, Option<GrantRef>)> {
+    pub(crate) fn into_answer(self) -> Option<Answer> {
         self.answer.into_inner()
+    }
+
+    fn answered(&self, decision: ApprovalDecision, by: DecidedBy) -> ApprovalDecision {
+        *self.answer.borrow_mut() = Some(Answer {
+            decision: decision.clone(),
+            by,
+            grant: None,
+            rule: None,
+        });
+        decision
     }
 }
 
 impl Approver for CallAsk<'_> {
     fn approve(&self, request: &ApprovalRequest) -> ApprovalDecision {
-        if let Some(g) = self.grants.find(&request.command, request.class) {
-            let grant = GrantRef {
-                id: g.id,
-                class: g.class,
-            };
-            *self.answer.borrow_mut() = Some((
-                ApprovalDecision::Approve,
-                DecidedBy::SessionGrant,
-                Some(grant),
-            ));
+        let by_rule = |decision: ApprovalDecision, rule: &RuleRef| {
+            *self.answer.borrow_mut() = Some(Answer {
+                decision: decision.clone(),
+                by: DecidedBy::Rule,
+                grant: None,
+                rule: Some(rule.clone()),
+            });
+            decision
+        };
+        match self.verdict {
+            Verdict::Deny(rule) => {
+                return by_rule(
+                    ApprovalDecision::Deny(Some(format!("refused by {rule}"))),
+                    rule,
+                );
+            }
+            Verdict::Allow(rules) if !rules.is_empty() => {
+                return by_rule(ApprovalDecision::Approve, &rules[0]);
+            }
+            Verdict::Ask(_) | Verdict::Unclear(_) | Verdict::Allow(_) | Verdict::Silent => {}
+        }
+        let grant = match self.verdict {
+            // An ask rule, or a deny that may apply, outranks an earlier "allow for session".
+            Verdict::Ask(_) | Verdict::Unclear(_) => None,
+            _ => self.grants.find(&request.command, request.class),
+        };
+        if let Some(g) = grant {
+            *self.answer.borrow_mut() = Some(Answer {
+                decision: ApprovalDecision::Approve,
+                by: DecidedBy::SessionGrant,
+                grant: Some(GrantRef {
+                    id: g.id,
+                    class: g.class,
+                }),
+                rule: None,
+            });
             return ApprovalDecision::Approve;
         }
         let asked = CallApprovalRequest {
@@ -224,8 +275,7 @@ impl Approver for CallAsk<'_> {
         if d == ApprovalDecision::ApproveForSession {
             self.grants.grant(&request.command, request.class);
         }
-        *self.answer.borrow_mut() = Some((d.clone(), DecidedBy::Person, None));
-        d
+        self.answered(d, DecidedBy::Person)
     }
 }
 

@@ -13,6 +13,7 @@ use crate::harness::audit::{
 };
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::ExecutionMode;
+use crate::harness::rules::RuleRef;
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::pipeline::Step;
 use crate::tools::preview::Preview;
@@ -59,6 +60,8 @@ pub struct CallEnd<'a> {
     pub decided_by: Option<DecidedBy>,
     /// The session grant that answered, when one did.
     pub grant: Option<GrantRef>,
+    /// The permission rule that decided, when one did.
+    pub rule: Option<RuleRef>,
 }
 
 pub trait ToolObserver: Send + Sync {
@@ -157,6 +160,7 @@ impl AuditObserver {
             refusal_rule: env.refusal_rule.clone(),
             decided_by: call.decided_by,
             grant: call.grant,
+            rule: call.rule.clone(),
             sandbox_user: self
                 .sandbox_user
                 .filter(|_| call.is_command)

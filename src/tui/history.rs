@@ -104,20 +104,9 @@ impl PromptHistory {
     }
 }
 
-/// Write `bytes` as the whole of `path`, mode 0600: to a temporary file beside it, synced, then
-/// renamed over it, so a reader sees the old file or the new one, never half of one.
+/// Write `bytes` as the whole of `path`, mode 0600, atomically.
 pub(crate) fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)
+    crate::harness::atomic_file::write_private(path, bytes)
 }
 
 #[cfg(test)]

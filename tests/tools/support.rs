@@ -14,6 +14,7 @@ use spear::harness::command_policy::{
     Approver, CommandPolicy, ExecutionProfile, NoApprover, PolicyConfig,
 };
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
+use spear::harness::rules::RuleBook;
 use spear::harness::target_policy::TargetPolicy;
 use spear::harness::workspace::Workspace;
 use spear::tools::coding;
@@ -72,11 +73,23 @@ impl Fixture {
         config: HostConfig,
         limits: StoreLimits,
     ) -> SpearHost {
+        self.host_ruled(executor, config, limits, RuleBook::default())
+    }
+
+    /// A host whose command policy carries `rules`.
+    pub fn host_ruled(
+        &self,
+        executor: Box<dyn CommandExecutor>,
+        config: HostConfig,
+        limits: StoreLimits,
+        rules: RuleBook,
+    ) -> SpearHost {
         SpearHost::new(
             Workspace::new(&self.project).unwrap(),
             TargetPolicy::default(),
             CommandPolicy::new(PolicyConfig {
                 workspace_root: Some(self.project.clone()),
+                rules,
                 ..PolicyConfig::default()
             }),
             executor,

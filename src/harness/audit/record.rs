@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::summary::summarize_command;
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ExecutionMode, ToolStatus};
+use crate::harness::rules::RuleRef;
 use crate::harness::secrets::redact_text;
 
 /// How the harness decided a call.
@@ -62,6 +63,9 @@ pub enum DecidedBy {
     SessionGrant,
     /// A gate refused the call before it reached authorization (workspace, target policy, ...).
     Policy,
+    /// A permission rule decided (an allow where the mode would ask, or a deny); `rule` names
+    /// it.
+    Rule,
 }
 
 /// The session grant that answered a call: its number in the session and the class it was
@@ -111,6 +115,8 @@ pub struct AuditEvent {
     pub decided_by: Option<DecidedBy>,
     /// The session grant that answered, when `decided_by` is `SessionGrant`.
     pub grant: Option<GrantRef>,
+    /// The permission rule that decided, when `decided_by` is `Rule`.
+    pub rule: Option<RuleRef>,
     /// Who a command ran as, when not the usual unprivileged sandbox user (a root Spear with
     /// `[sandbox] root_uid = "host"`).
     pub sandbox_user: Option<String>,
@@ -136,6 +142,7 @@ impl AuditEvent {
             refusal_rule: None,
             decided_by: None,
             grant: None,
+            rule: None,
             sandbox_user: None,
         }
     }
@@ -181,6 +188,9 @@ pub struct AuditRecord {
     pub decided_by: Option<DecidedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant: Option<GrantRef>,
+    /// The permission rule that decided: its origin, file and id (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleRef>,
     /// Who the command ran as, when that is the host's root (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_user: Option<String>,
@@ -234,6 +244,7 @@ impl AuditRecord {
             refusal_rule: event.refusal_rule.clone(),
             decided_by: event.decided_by,
             grant: event.grant,
+            rule: event.rule.clone(),
             sandbox_user: event.sandbox_user.clone(),
             prev: String::new(),
         }

@@ -6,7 +6,7 @@
 //! keeps bash, as does every source the parse read more than once.
 
 use super::profile::LiteralArgv;
-use crate::harness::shell::{ShellFacts, Word};
+use crate::harness::shell::{ShellFacts, Word, literal_text};
 
 /// Bash's builtins and reserved words (`compgen -b -k`, bash 5.2). Bash runs these itself,
 /// often differently from a program of the same name (`echo -e`, `pwd -L`, `true --help`), so a
@@ -81,42 +81,8 @@ fn literal_value(word: &Word) -> Option<String> {
     if !word.is_static() || word.expands || !word.substitutions.is_empty() {
         return None;
     }
-    let mut value = String::with_capacity(word.raw.len());
-    let mut chars = word.raw.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => loop {
-                match chars.next()? {
-                    '\'' => break,
-                    q if quoted_plain(q) => value.push(q),
-                    _ => return None,
-                }
-            },
-            '"' => loop {
-                match chars.next()? {
-                    '"' => break,
-                    '$' | '`' | '\\' | '!' => return None,
-                    q if quoted_plain(q) => value.push(q),
-                    _ => return None,
-                }
-            },
-            c if unquoted_plain(c) => value.push(c),
-            _ => return None,
-        }
-    }
+    let value = literal_text(&word.raw)?;
     (value == word.value).then_some(value)
-}
-
-/// A character bash gives no meaning outside quotes, wherever it stands in a word of a
-/// command's name or arguments (no glob, brace, tilde, expansion, operator, comment or blank).
-fn unquoted_plain(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c)
-}
-
-/// A character taken literally inside quotes, here: printable ASCII and tab only, so neither
-/// a locale's multibyte reading nor the grammar's treatment of control characters can matter.
-fn quoted_plain(c: char) -> bool {
-    c == '\t' || (' '..='~').contains(&c)
 }
 
 #[cfg(test)]

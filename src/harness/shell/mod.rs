@@ -13,6 +13,7 @@ pub(crate) mod budget;
 mod heredocs;
 mod keywords;
 mod leaf;
+pub mod segments;
 mod walk;
 mod words;
 
@@ -21,6 +22,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 pub use budget::{Budget, BudgetLimits, Resource};
+pub use segments::literal_text;
 pub use words::Word;
 
 /// How deep the syntax tree may nest before the walk stops and reports it. Each level costs the

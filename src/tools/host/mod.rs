@@ -20,6 +20,7 @@ use crate::harness::command_policy::{
     Approver, AuthorizationResult, CommandAssessment, CommandPolicy, ExecutionProfile,
 };
 use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus, WorkspaceChanges};
+use crate::harness::rules::{Asked, RuleBook, Verdict};
 use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
@@ -152,6 +153,16 @@ impl SpearHost {
 
     pub fn classify(&self, command: &str) -> CommandAssessment {
         self.command_policy.classify(command)
+    }
+
+    /// What the permission rules say about a call.
+    pub fn rule_verdict(&self, mode: ExecutionMode, asked: Asked<'_>) -> Verdict {
+        self.command_policy.rule_verdict(mode, asked)
+    }
+
+    /// The permission rules in force.
+    pub fn rules(&self) -> &RuleBook {
+        &self.command_policy.config().rules
     }
 
     /// Authorize under `mode`, with the network as `network` says (`None`: the session's

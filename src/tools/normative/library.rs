@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -273,7 +272,7 @@ impl StandardsLibrary {
             path: path.clone(),
             why: e.to_string(),
         })?;
-        write_atomically(&self.dir, &path, &json)?;
+        write_atomically(&path, &json)?;
         let meta = standard.meta.clone();
         self.forget(name);
         Ok((outcome, meta))
@@ -438,34 +437,6 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Write `bytes` to `path` whole: a private file beside it, synced, renamed over it, and the
 /// directory synced, so a crash leaves the old file or the new one.
-pub fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StandardError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Unique per write, so two adds in one process never share a temporary file.
-    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-    let written = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| {
-            f.write_all(bytes)?;
-            f.sync_all()
-        });
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(io("write", &tmp)(e));
-    }
-    if let Err(e) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(io("rename", path)(e));
-    }
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StandardError> {
+    crate::harness::atomic_file::write_private(path, bytes).map_err(io("write", path))
 }

@@ -19,7 +19,8 @@ use crate::harness::command_policy::{
     ApprovalDecision, AuthorizationResult, CommandAssessment, CommandClass, ExecutionProfile,
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
-use crate::tools::approval::{ApprovalId, CallAsk, SessionGrants};
+use crate::harness::rules::{Asked, RuleRef, Verdict};
+use crate::tools::approval::{Answer, ApprovalId, CallAsk, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::host::SpearHost;
@@ -72,6 +73,7 @@ struct Trace<'a> {
     /// Who decided, once someone did.
     decided_by: Option<DecidedBy>,
     grant: Option<GrantRef>,
+    rule: Option<RuleRef>,
 }
 
 impl ToolRouter {
@@ -167,6 +169,7 @@ impl ToolRouter {
             steps: Vec::with_capacity(SPEC_ORDER.len()),
             decided_by: None,
             grant: None,
+            rule: None,
         };
         match self.run_gated(turn, &mut trace) {
             Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
@@ -332,9 +335,19 @@ impl ToolRouter {
         trace: &mut Trace<'_>,
         preview: Option<&Preview>,
     ) -> Result<(ExecutionProfile, Decision), Refusal> {
+        let asked = if trace.is_command {
+            Asked::Command(a)
+        } else {
+            Asked::Files {
+                tool: &trace.tool.spec.name,
+                paths: &a.writes,
+            }
+        };
+        let verdict = self.host.rule_verdict(turn.mode, asked);
         let recording = CallAsk::new(
             turn.approver.as_ref(),
             &self.grants,
+            &verdict,
             &trace.call.id,
             &trace.tool.spec.name,
             preview,
@@ -342,13 +355,40 @@ impl ToolRouter {
         let result = self.host.authorize(turn.mode, turn.network, a, &recording);
         let answer = recording.into_answer();
         // Nobody decided a cancelled question; otherwise whoever answered, or else the mode.
-        (trace.decided_by, trace.grant) = match &answer {
-            Some((ApprovalDecision::Cancel(_), _, _)) => (None, None),
-            Some((_, by, grant)) => (Some(*by), *grant),
-            None => (Some(DecidedBy::Mode), None),
+        (trace.decided_by, trace.grant, trace.rule) = match &answer {
+            Some(Answer {
+                decision: ApprovalDecision::Cancel(_),
+                ..
+            }) => (None, None, None),
+            Some(a) => (Some(a.by), a.grant, a.rule.clone()),
+            None => (Some(DecidedBy::Mode), None, None),
         };
+        let by_rule = matches!(&answer, Some(a) if a.by == DecidedBy::Rule);
         let steps = &mut trace.steps;
         match result {
+            // A deny rule also holds where the mode grants without asking: rules only tighten
+            // there.
+            AuthorizationResult::Granted { asked: false, .. }
+                if matches!(verdict, Verdict::Deny(_) | Verdict::Unclear(_)) =>
+            {
+                let (Verdict::Deny(rule) | Verdict::Unclear(rule)) = &verdict else {
+                    unreachable!("matched above")
+                };
+                let why = match &verdict {
+                    Verdict::Unclear(_) => format!(
+                        "refused: the words of {rule} stand in this line, which is too complex                          for the rule to read exactly (write the command plainly, without a                          wrapper or options between its words, if the rule does not apply)"
+                    ),
+                    _ => format!("refused by {rule}"),
+                };
+                steps.push(Step::Authorize);
+                trace.decided_by = Some(DecidedBy::Rule);
+                trace.rule = Some(rule.clone());
+                Err(Refusal::new(
+                    Gate::Authorization,
+                    "rule_deny",
+                    ToolResult::denied(why),
+                ))
+            }
             AuthorizationResult::Granted { profile, asked, .. } => {
                 steps.push(Step::Authorize);
                 if asked {
@@ -361,8 +401,26 @@ impl ToolRouter {
                 };
                 Ok((profile, d))
             }
+            AuthorizationResult::Denied { .. } if by_rule => {
+                steps.push(Step::Authorize);
+                let rule = trace.rule.as_ref().map(ToString::to_string);
+                Err(Refusal::new(
+                    Gate::Authorization,
+                    "rule_deny",
+                    ToolResult::denied(format!(
+                        "refused by {}",
+                        rule.unwrap_or_else(|| "a rule".into())
+                    )),
+                ))
+            }
             AuthorizationResult::Denied { reason } => {
-                let by_person = matches!(answer, Some((ApprovalDecision::Deny(_), _, _)));
+                let by_person = matches!(
+                    answer,
+                    Some(Answer {
+                        decision: ApprovalDecision::Deny(_),
+                        ..
+                    })
+                );
                 if by_person {
                     steps.push(Step::Authorize);
                 }
@@ -505,6 +563,7 @@ impl ToolRouter {
             steps: &trace.steps,
             decided_by: trace.decided_by,
             grant: trace.grant,
+            rule: trace.rule.clone(),
         };
         for o in &self.observers {
             o.after(&end)?;

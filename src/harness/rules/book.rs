@@ -1,0 +1,495 @@
+//! The rules in force for one session, and how they decide a call: each segment of a parsed
+//! command on its own, deny over ask over allow, an allow only within the ceiling it was saved
+//! under.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::rule::{Ceiling, Origin, Rule, RuleAction, RuleRef, Subject};
+use crate::harness::command_policy::{CommandAssessment, CommandClass, required_capabilities};
+use crate::harness::primitives::{
+    Capability, CapabilityPolicy, CapabilitySet, ExecutionMode, Grant,
+};
+use crate::harness::shell::segments::segments;
+
+/// What a rule is asked about.
+#[derive(Debug, Clone, Copy)]
+pub enum Asked<'a> {
+    /// A shell command, as the classifier assessed it.
+    Command(&'a CommandAssessment),
+    /// A file tool's call and the workspace paths it writes.
+    Files { tool: &'a str, paths: &'a [String] },
+}
+
+/// What the rules say about one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// No rule speaks for the whole call: the mode decides, asking as it would.
+    Silent,
+    /// Every part is allowed, by these rules (and the mode for parts it grants alone).
+    Allow(Vec<RuleRef>),
+    /// A rule says to ask the person.
+    Ask(RuleRef),
+    /// A deny's words stand in a line it cannot read exactly (behind a wrapper, an option
+    /// between them, in a subshell): asked where the mode asks, refused where it would not.
+    Unclear(RuleRef),
+    /// A rule refuses the call.
+    Deny(RuleRef),
+}
+
+/// How one part of a call was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartDecision {
+    /// A rule matched it and decided.
+    Rule {
+        action: RuleAction,
+        rule: RuleRef,
+        text: String,
+    },
+    /// An allow matched it, but the call is wider than the command the rule was saved from.
+    Wider {
+        rule: RuleRef,
+        text: String,
+        why: String,
+    },
+    /// No rule matched; the mode grants this part on its own without asking.
+    Mode,
+    /// No rule matched, and the mode would ask for it.
+    NoRule,
+}
+
+/// One part of a call (a segment, or a file tool's call) and how it was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    pub text: String,
+    pub class: CommandClass,
+    pub decision: PartDecision,
+    /// What the part may be when allowed: its rule's ceiling, or its own class where the mode
+    /// grants it alone.
+    pub allowance: Option<Ceiling>,
+}
+
+/// Everything `spear rules explain` prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    pub parts: Vec<Part>,
+    /// Why the command has no parts a rule can speak for, when it has none.
+    pub unsplit: Option<String>,
+    /// A deny or ask rule whose words appear in a line too complex to match exactly.
+    pub maybe: Option<RuleRef>,
+    /// Why a line whose every part is allowed is still not: the whole is wider.
+    pub whole: Option<String>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// The person's rules for this workspace and the global ones, then the project's counted
+    /// ones, in file order.
+    rules: Vec<Rule>,
+    /// The project's allows that do not count (the file is not trusted as it is).
+    ignored: Vec<Rule>,
+    /// Rules granted in this session's dialog.
+    session: Mutex<Vec<Rule>>,
+}
+
+/// The rules in force. Cheap to clone; session rules are shared by every clone.
+#[derive(Debug, Clone, Default)]
+pub struct RuleBook {
+    inner: Arc<Inner>,
+}
+
+impl RuleBook {
+    /// A book of the person's rules (`user`, those for `root` or global), the project's
+    /// (`project`; its allows count only when `project_trusted`).
+    pub fn new(root: &Path, user: Vec<Rule>, project: Vec<Rule>, project_trusted: bool) -> Self {
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let root = canon(root);
+        let mut rules: Vec<Rule> = user
+            .into_iter()
+            .filter(|r| r.workspace.as_deref().is_none_or(|w| canon(w) == root))
+            .collect();
+        let mut ignored = Vec::new();
+        for r in project {
+            if r.action == RuleAction::Allow && !project_trusted {
+                ignored.push(r);
+            } else {
+                rules.push(r);
+            }
+        }
+        RuleBook {
+            inner: Arc::new(Inner {
+                rules,
+                ignored,
+                session: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The rules that count, session rules last.
+    pub fn rules(&self) -> Vec<Rule> {
+        let mut all = self.inner.rules.clone();
+        all.extend(self.session().iter().cloned());
+        all
+    }
+
+    /// The project's allows that were left out because the file is not trusted as it is.
+    pub fn ignored(&self) -> &[Rule] {
+        &self.inner.ignored
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
+        self.inner.session.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Add a rule for the rest of the session (the dialog's "for this session").
+    pub fn add_session(&self, mut rule: Rule) -> RuleRef {
+        rule.origin = Origin::Session;
+        rule.file = None;
+        let mut s = self.session();
+        if let Some(same) = s.iter().find(|r| r.describe() == rule.describe()) {
+            return same.reference();
+        }
+        rule.id = format!("s{}", s.len() + 1);
+        let r = rule.reference();
+        s.push(rule);
+        r
+    }
+
+    /// Forget the session's rules (a new or reopened session starts with none).
+    pub fn clear_session(&self) {
+        self.session().clear();
+    }
+
+    /// What the rules say about `asked` in `mode`.
+    /// `classify` assesses a part on its own (a segment, or a rule's own command for its
+    /// default ceiling).
+    pub fn decide(
+        &self,
+        mode: ExecutionMode,
+        asked: Asked<'_>,
+        classify: &dyn Fn(&str) -> CommandAssessment,
+    ) -> Verdict {
+        self.explain(mode, asked, classify).verdict
+    }
+
+    /// How every part of `asked` is decided, and the verdict.
+    pub fn explain(
+        &self,
+        mode: ExecutionMode,
+        asked: Asked<'_>,
+        classify: &dyn Fn(&str) -> CommandAssessment,
+    ) -> Explanation {
+        let rules: Vec<Rule> = self
+            .rules()
+            .into_iter()
+            .filter(|r| r.applies_in(mode))
+            .collect();
+        match asked {
+            Asked::Command(a) => explain_command(&rules, mode, a, classify),
+            Asked::Files { tool, paths } => explain_files(&rules, tool, paths),
+        }
+    }
+}
+
+/// The ceiling of an allow: as saved, else its own command's (a file tool's write is
+/// WORKSPACE_MUTATING).
+fn ceiling_of(rule: &Rule, classify: &dyn Fn(&str) -> CommandAssessment) -> Ceiling {
+    if let Some(c) = rule.ceiling {
+        return c;
+    }
+    match &rule.subject {
+        Subject::Command(p) => {
+            let a = classify(&p.base_command());
+            Ceiling {
+                class: a.class,
+                capabilities: required_capabilities(&a),
+            }
+        }
+        _ => FILE_WRITE,
+    }
+}
+
+/// A file tool's write, as the router assesses it: WORKSPACE_MUTATING, reading and writing.
+const FILE_WRITE: Ceiling = Ceiling {
+    class: CommandClass::WorkspaceMutating,
+    capabilities: CapabilitySet::of_const(&[Capability::WorkspaceRead, Capability::WorkspaceWrite]),
+};
+
+fn granted_alone(mode: ExecutionMode, a: &CommandAssessment) -> bool {
+    let policy = CapabilityPolicy::for_mode(mode);
+    a.class != CommandClass::Dangerous
+        && required_capabilities(a)
+            .iter()
+            .all(|c| policy.grant(c) == Grant::Granted)
+}
+
+/// The words of a line as a crude list (quotes dropped, shell punctuation a break): only ever
+/// used to find where a deny or ask rule might apply, so a crude reading can only add a
+/// question.
+fn crude_words(line: &str) -> Vec<String> {
+    line.split(|c: char| c.is_whitespace() || ";|&()<>`$\"'{}".contains(c))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_start_matches('\\').to_string())
+        .collect()
+}
+
+/// Whether `needle` stands in `hay` in order, with anything between (`git -C . push` holds
+/// `git push`); a word also stands as the last part of a path (`/usr/bin/git`).
+fn stands_in(hay: &[String], needle: &[String]) -> bool {
+    let mut rest = hay.iter();
+    !needle.is_empty()
+        && needle
+            .iter()
+            .all(|n| rest.any(|h| h == n || h.rsplit_once('/').is_some_and(|(_, last)| last == n)))
+}
+
+fn explain_command(
+    rules: &[Rule],
+    mode: ExecutionMode,
+    a: &CommandAssessment,
+    classify: &dyn Fn(&str) -> CommandAssessment,
+) -> Explanation {
+    let needed = required_capabilities(a);
+    let mut parts = Vec::new();
+    let mut unsplit = None;
+    match segments(&a.command) {
+        Err(why) => unsplit = Some(why),
+        Ok(segs) => {
+            for seg in segs {
+                let matching: Vec<&Rule> = rules
+                    .iter()
+                    .filter(|r| matches!(&r.subject, Subject::Command(p) if p.matches(&seg)))
+                    .collect();
+                let strongest = matching.iter().map(|r| r.action).max();
+                let own = classify(&seg.text);
+                let decision = match strongest {
+                    Some(action @ (RuleAction::Deny | RuleAction::Ask)) => {
+                        let r = matching.iter().find(|r| r.action == action).copied();
+                        r.map(|r| PartDecision::Rule {
+                            action,
+                            rule: r.reference(),
+                            text: r.describe(),
+                        })
+                        .unwrap_or(PartDecision::NoRule)
+                    }
+                    Some(RuleAction::Allow) => {
+                        // The segment is judged as it stands alone here; the whole line is
+                        // judged against all its parts' allowances below.
+                        let own_needs = required_capabilities(&own);
+                        let fits = matching
+                            .iter()
+                            .find(|r| ceiling_of(r, classify).covers(own.class, own_needs));
+                        match (fits, matching.first()) {
+                            (Some(r), _) => PartDecision::Rule {
+                                action: RuleAction::Allow,
+                                rule: r.reference(),
+                                text: r.describe(),
+                            },
+                            (None, Some(r)) => {
+                                let c = ceiling_of(r, classify);
+                                PartDecision::Wider {
+                                    rule: r.reference(),
+                                    text: r.describe(),
+                                    why: format!(
+                                        "the rule covers {} needing {}; this command is {} \
+                                         needing {}",
+                                        c.class,
+                                        caps(c.capabilities),
+                                        own.class,
+                                        caps(own_needs)
+                                    ),
+                                }
+                            }
+                            (None, None) => PartDecision::NoRule,
+                        }
+                    }
+                    None if granted_alone(mode, &own) => PartDecision::Mode,
+                    None => PartDecision::NoRule,
+                };
+                let allowance = match &decision {
+                    PartDecision::Rule {
+                        action: RuleAction::Allow,
+                        rule,
+                        ..
+                    } => matching
+                        .iter()
+                        .find(|r| r.reference() == *rule)
+                        .map(|r| ceiling_of(r, classify)),
+                    PartDecision::Mode => Some(Ceiling {
+                        class: own.class,
+                        capabilities: required_capabilities(&own),
+                    }),
+                    _ => None,
+                };
+                parts.push(Part {
+                    text: seg.text,
+                    class: own.class,
+                    decision,
+                    allowance,
+                });
+            }
+        }
+    }
+    // A deny or ask rule whose words stand in the line but matched no segment exactly (behind
+    // a wrapper, in a subshell, with an assignment): the line is asked about, never allowed.
+    let words = crude_words(&a.command);
+    let unmatched = |r: &&Rule| {
+        matches!(&r.subject, Subject::Command(p) if stands_in(&words, &p.words))
+            && !parts.iter().any(
+                |p| matches!(&p.decision, PartDecision::Rule { rule, .. } if *rule == r.reference()),
+            )
+    };
+    let maybe = rules
+        .iter()
+        .filter(|r| r.action == RuleAction::Deny)
+        .find(unmatched)
+        .or_else(|| {
+            rules
+                .iter()
+                .filter(|r| r.action == RuleAction::Ask)
+                .find(unmatched)
+        });
+    let mut verdict = verdict_of(&parts, maybe);
+    // The line as a whole may be more than its parts alone (a `cd` before them, a pipe into
+    // a shell): it is allowed only within what its parts' allowances add up to.
+    let mut whole = None;
+    if matches!(verdict, Verdict::Allow(_)) {
+        let sum = parts
+            .iter()
+            .filter_map(|p| p.allowance)
+            .fold(None::<Ceiling>, |acc, c| {
+                Some(match acc {
+                    None => c,
+                    Some(a) => Ceiling {
+                        class: a.class.max(c.class),
+                        capabilities: a.capabilities.union(c.capabilities),
+                    },
+                })
+            });
+        if !sum.is_some_and(|s| s.covers(a.class, needed)) {
+            whole = Some(format!(
+                "the whole line is {} needing {}, more than its parts' rules allow",
+                a.class,
+                caps(needed)
+            ));
+            verdict = Verdict::Silent;
+        }
+    }
+    Explanation {
+        parts,
+        unsplit,
+        maybe: maybe.map(Rule::reference),
+        whole,
+        verdict,
+    }
+}
+
+fn verdict_of(parts: &[Part], maybe: Option<&Rule>) -> Verdict {
+    let by = |want: RuleAction| {
+        parts.iter().find_map(|p| match &p.decision {
+            PartDecision::Rule { action, rule, .. } if *action == want => Some(rule.clone()),
+            _ => None,
+        })
+    };
+    if let Some(r) = by(RuleAction::Deny) {
+        return Verdict::Deny(r);
+    }
+    if let Some(r) = maybe.filter(|r| r.action == RuleAction::Deny) {
+        return Verdict::Unclear(r.reference());
+    }
+    if let Some(r) = by(RuleAction::Ask).or_else(|| maybe.map(Rule::reference)) {
+        return Verdict::Ask(r);
+    }
+    let all_allowed = !parts.is_empty()
+        && parts.iter().all(|p| {
+            matches!(
+                p.decision,
+                PartDecision::Mode
+                    | PartDecision::Rule {
+                        action: RuleAction::Allow,
+                        ..
+                    }
+            )
+        });
+    let allows: Vec<RuleRef> = parts
+        .iter()
+        .filter_map(|p| match &p.decision {
+            PartDecision::Rule { rule, .. } => Some(rule.clone()),
+            _ => None,
+        })
+        .collect();
+    if all_allowed && !allows.is_empty() {
+        Verdict::Allow(allows)
+    } else {
+        Verdict::Silent
+    }
+}
+
+fn explain_files(rules: &[Rule], tool: &str, paths: &[String]) -> Explanation {
+    let text = format!("{tool} {}", paths.join(" ")).trim_end().to_string();
+    let on = |r: &Rule, all: bool| match &r.subject {
+        Subject::Files {
+            tool: t, matcher, ..
+        } if t == tool && !paths.is_empty() => {
+            let hit = |p: &String| matcher.is_match(relative(p));
+            if all {
+                paths.iter().all(hit)
+            } else {
+                paths.iter().any(hit)
+            }
+        }
+        _ => false,
+    };
+    // A deny or ask speaks when any path matches; an allow only when every path does.
+    let decided = rules
+        .iter()
+        .filter(|r| r.action == RuleAction::Deny && on(r, false))
+        .chain(
+            rules
+                .iter()
+                .filter(|r| r.action == RuleAction::Ask && on(r, false)),
+        )
+        .chain(rules.iter().filter(|r| {
+            r.action == RuleAction::Allow
+                && on(r, true)
+                && r.ceiling
+                    .unwrap_or(FILE_WRITE)
+                    .covers(FILE_WRITE.class, FILE_WRITE.capabilities)
+        }))
+        .next();
+    let decision = match decided {
+        Some(r) => PartDecision::Rule {
+            action: r.action,
+            rule: r.reference(),
+            text: r.describe(),
+        },
+        None => PartDecision::NoRule,
+    };
+    let parts = vec![Part {
+        text,
+        class: CommandClass::WorkspaceMutating,
+        decision,
+        allowance: Some(FILE_WRITE),
+    }];
+    let verdict = verdict_of(&parts, None);
+    Explanation {
+        parts,
+        unsplit: None,
+        maybe: None,
+        whole: None,
+        verdict,
+    }
+}
+
+/// A path as rules' globs read it: workspace-relative, without a leading `./`.
+fn relative(p: &str) -> &str {
+    p.trim_start_matches("./")
+}
+
+fn caps(set: CapabilitySet) -> String {
+    set.iter()
+        .map(Capability::as_str)
+        .collect::<Vec<_>>()
+        .join("+")
+}
