@@ -242,8 +242,22 @@ impl ShellFacts {
     /// evaluation or arithmetic anywhere, and none of its own assignments or redirections.
     /// Its words may still expand; that is for the caller to judge.
     pub fn sole_command(&self) -> Option<&SimpleCommand> {
-        let nothing_beside = self.alone
-            && self.statement_redirects.is_empty()
+        let nothing_beside = self.alone && self.only_commands();
+        match self.commands.as_slice() {
+            [only]
+                if nothing_beside && only.assignments.is_empty() && only.redirects.is_empty() =>
+            {
+                Some(only)
+            }
+            _ => None,
+        }
+    }
+
+    /// The source holds simple commands and nothing else the walk found: no error, statement
+    /// redirection, assignment, declaration, function, here-document, evaluation, arithmetic on
+    /// a variable, background job, unwalked depth or unmodelled construct.
+    pub fn only_commands(&self) -> bool {
+        self.statement_redirects.is_empty()
             && self.assignments.is_empty()
             && self.declarations.is_empty()
             && self.functions.is_empty()
@@ -253,15 +267,7 @@ impl ShellFacts {
             && !self.arithmetic_on_variables
             && !self.background
             && !self.too_deep
-            && self.unmodelled.is_empty();
-        match self.commands.as_slice() {
-            [only]
-                if nothing_beside && only.assignments.is_empty() && only.redirects.is_empty() =>
-            {
-                Some(only)
-            }
-            _ => None,
-        }
+            && self.unmodelled.is_empty()
     }
 
     /// All redirections: those of commands and those of statements.

@@ -72,17 +72,7 @@ fn segments_of(source: &str, star: bool) -> Result<Vec<Segment>, String> {
     // commands and nothing else.
     if !star {
         let facts = parse_within(source, &budget);
-        let plain = facts.parse_errors.is_empty()
-            && facts.unmodelled.is_empty()
-            && facts.evaluations.is_empty()
-            && facts.heredocs.is_empty()
-            && facts.functions.is_empty()
-            && facts.assignments.is_empty()
-            && facts.declarations.is_empty()
-            && facts.statement_redirects.is_empty()
-            && !facts.background
-            && !facts.too_deep
-            && !facts.arithmetic_on_variables
+        let plain = facts.only_commands()
             && facts.commands.len() == walk.out.len()
             && facts
                 .commands
