@@ -323,7 +323,6 @@ impl SessionBuilder {
             CommandPolicy::new(PolicyConfig {
                 network_enabled: self.network,
                 workspace_root: Some(root.clone()),
-                rules: self.rules()?,
                 ..PolicyConfig::default()
             }),
             command_executor(root, &self.harness),
@@ -332,6 +331,7 @@ impl SessionBuilder {
                 session: self.audit_session.get(),
                 web_enabled: self.harness.web_enabled,
                 web: self.harness.web.clone(),
+                rules: self.rules()?,
                 ..HostConfig::default()
             },
         ))

@@ -112,10 +112,9 @@ impl Files {
         )?)
     }
 
-    fn policy(&self, book: RuleBook) -> CommandPolicy {
+    fn policy(&self) -> CommandPolicy {
         CommandPolicy::new(PolicyConfig {
             workspace_root: Some(self.place.root.clone()),
-            rules: book,
             ..PolicyConfig::default()
         })
     }
@@ -143,7 +142,7 @@ pub fn run(args: RulesArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCo
         }
         RulesCommand::Explain { mode, command } => {
             let line = command.join(" ");
-            let policy = files.policy(files.book()?);
+            let policy = files.policy();
             let a = policy.classify(&line);
             let e = files
                 .book()?
@@ -276,7 +275,7 @@ fn add(files: &Files, a: AddArgs, out: &mut impl Write) -> anyhow::Result<()> {
     if let (RuleAction::Allow, spear::harness::rules::Subject::Command(p)) =
         (rule.action, &rule.subject)
     {
-        let policy = files.policy(RuleBook::default());
+        let policy = files.policy();
         let assessed: CommandAssessment = policy.classify(&p.base_command());
         if assessed.class == spear::harness::command_policy::CommandClass::Dangerous {
             bail!(

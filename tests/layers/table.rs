@@ -28,6 +28,13 @@ pub const TABLE: &[Layer] = &[
         may_use: NONE,
         private: &[],
     },
+    Layer {
+        name: "atomic_file",
+        holds: &["spear::harness::atomic_file"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
     // ---- harness: decision ------------------------------------------------------------------
     Layer {
         name: "primitives",
@@ -67,6 +74,30 @@ pub const TABLE: &[Layer] = &[
         ],
         within: Some("command_policy"),
         may_use: &[("primitives", "a profile is the set of capabilities granted")],
+        private: &[],
+    },
+    Layer {
+        name: "rules",
+        holds: &["spear::harness::rules"],
+        within: None,
+        may_use: &[
+            (
+                "primitives",
+                "a rule's ceiling is a set of capabilities; rules are scoped to modes",
+            ),
+            (
+                "shell",
+                "segments are read on the real bash parse, never on the string",
+            ),
+            (
+                "command_policy",
+                "a ceiling is a class, and a segment is classified on its own",
+            ),
+            (
+                "atomic_file",
+                "rules files and trust records are written whole",
+            ),
+        ],
         private: &[],
     },
     // ---- harness: boundary ------------------------------------------------------------------
@@ -124,6 +155,7 @@ pub const TABLE: &[Layer] = &[
                 "a record holds the class; summaries know which executables are shells",
             ),
             ("secrets", "every record is redacted"),
+            ("rules", "a record names the rule that decided"),
         ],
         private: &[],
     },
@@ -304,6 +336,11 @@ pub const TABLE: &[Layer] = &[
                 "coding tools",
                 "the registry of the coding surface is built from them",
             ),
+            (
+                "rules",
+                "the router reads the rules where the mode would ask, and records which decided",
+            ),
+            ("atomic_file", "the standards library is written whole"),
         ],
         private: &[],
     },
@@ -383,6 +420,10 @@ pub const TABLE: &[Layer] = &[
                 "command_runner",
                 "the terminal's executor is the sandboxed CommandRunner",
             ),
+            (
+                "rules",
+                "the session's rules are loaded here, the project's allows only when trusted",
+            ),
         ],
         private: &[],
     },
@@ -441,6 +482,10 @@ pub const TABLE: &[Layer] = &[
                 "secrets",
                 "the prompt history kept across runs is redacted with the audit log's table",
             ),
+            (
+                "atomic_file",
+                "the prompt history and theme are written whole",
+            ),
         ],
         private: &[],
     },
@@ -474,6 +519,10 @@ pub const TABLE: &[Layer] = &[
             (
                 "resource_control",
                 "`spear doctor` probes cgroups and rlimits",
+            ),
+            (
+                "rules",
+                "`spear rules` lists, edits, explains and trusts rules",
             ),
         ],
         private: &[],

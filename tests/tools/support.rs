@@ -84,12 +84,12 @@ impl Fixture {
         limits: StoreLimits,
         rules: RuleBook,
     ) -> SpearHost {
+        let config = HostConfig { rules, ..config };
         SpearHost::new(
             Workspace::new(&self.project).unwrap(),
             TargetPolicy::default(),
             CommandPolicy::new(PolicyConfig {
                 workspace_root: Some(self.project.clone()),
-                rules,
                 ..PolicyConfig::default()
             }),
             executor,

@@ -39,7 +39,6 @@ pub(crate) use tables::{SHELLS, interpreter};
 use std::path::PathBuf;
 
 use crate::harness::primitives::ExecutionMode;
-use crate::harness::rules::{Asked, RuleBook, Verdict};
 use crate::harness::shell::Budget;
 
 /// Session facts the policy needs. Built once per session; immutable afterwards.
@@ -51,8 +50,6 @@ pub struct PolicyConfig {
     pub workspace_root: Option<PathBuf>,
     /// Vetted host paths handed to the sandbox read-only.
     pub host_read_paths: Vec<PathBuf>,
-    /// The permission rules in force (none by default).
-    pub rules: RuleBook,
 }
 
 /// Classifies and authorizes commands.
@@ -79,14 +76,6 @@ impl CommandPolicy {
     /// Classify within `budget`, which says afterwards what was spent (tests count with it).
     pub fn classify_within(&self, command: &str, budget: &Budget) -> CommandAssessment {
         classify::classify(&self.config, command, 0, budget)
-    }
-
-    /// What the permission rules say about a call in `mode` (segments are classified on their
-    /// own by this policy).
-    pub fn rule_verdict(&self, mode: ExecutionMode, asked: Asked<'_>) -> Verdict {
-        self.config
-            .rules
-            .decide(mode, asked, &|text: &str| self.classify(text))
     }
 
     /// Intersect an assessment with what `mode` grants, asking `approver` in ASK mode.

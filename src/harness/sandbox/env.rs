@@ -177,11 +177,11 @@ mod tests {
             let found: Vec<_> = env.iter().filter(|(name, _)| name == k).collect();
             assert_eq!(found, vec![&kv(k, v)], "{k}");
         }
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        assert_eq!(get("RUSTUP_TOOLCHAIN"), Some("stable"));
-        assert_eq!(get("PYENV_VERSION"), Some("system"));
+        let value_of = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(value_of("RUSTUP_TOOLCHAIN"), Some("stable"));
+        assert_eq!(value_of("PYENV_VERSION"), Some("system"));
         // asdf's file name lies under protected configuration, which no tool may create.
-        let asdf = get("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or_default();
+        let asdf = value_of("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or_default();
         assert!(asdf.starts_with(".spear/"), "{asdf}");
     }
 

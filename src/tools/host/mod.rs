@@ -48,6 +48,8 @@ pub struct HostConfig {
     pub knowledge_paths: Vec<String>,
     /// How the web pair fetches and searches (`[web]`).
     pub web: WebSettings,
+    /// The permission rules in force (none by default).
+    pub rules: RuleBook,
 }
 
 /// An external capability as `spear-capability` describes it.
@@ -155,14 +157,17 @@ impl SpearHost {
         self.command_policy.classify(command)
     }
 
-    /// What the permission rules say about a call.
+    /// What the permission rules say about a call (a segment is classified on its own by the
+    /// host's command policy).
     pub fn rule_verdict(&self, mode: ExecutionMode, asked: Asked<'_>) -> Verdict {
-        self.command_policy.rule_verdict(mode, asked)
+        self.config.rules.decide(mode, asked, &|text: &str| {
+            self.command_policy.classify(text)
+        })
     }
 
     /// The permission rules in force.
     pub fn rules(&self) -> &RuleBook {
-        &self.command_policy.config().rules
+        &self.config.rules
     }
 
     /// Authorize under `mode`, with the network as `network` says (`None`: the session's
