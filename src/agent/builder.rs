@@ -313,6 +313,28 @@ impl SessionBuilder {
         )?)
     }
 
+    /// What a person should be told about the rules at the start: the project's allows that do
+    /// not count because its file is not trusted as it is. (A rules file that does not read is
+    /// an error when the host is built.)
+    pub fn rule_notes(&self) -> Vec<String> {
+        let Ok(book) = self.rules() else {
+            return Vec::new();
+        };
+        let ignored: Vec<String> = book
+            .ignored()
+            .iter()
+            .map(|r| format!("`{}`", r.describe()))
+            .collect();
+        if ignored.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "{} is not trusted as it is, so its allows do not count: {} (read the file, then              `spear rules trust`); its deny and ask rules apply",
+            crate::harness::rules::project_rules_path(&self.place.root).display(),
+            ignored.join(", ")
+        )]
+    }
+
     /// The host under the tools: the workspace, both policies, the sandboxed executor and the
     /// ResultStore.
     pub fn host(&self) -> Result<SpearHost, BuildError> {

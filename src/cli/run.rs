@@ -98,20 +98,23 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
         ),
     };
     let session = writer.id().to_string();
-    let mut actor = SessionBuilder::new(place, settings.harness.clone(), session.clone())
+    let build = SessionBuilder::new(place, settings.harness.clone(), session.clone())
         .network(settings.network)
-        .engaged(engaged)
-        .session(
-            Some((Arc::new(model), info)),
-            Box::new(|name: &str| Err(format!("`{name}`: spear run keeps one model per run"))),
-            RuntimeOptions {
-                max_tool_calls: settings.max_tool_calls,
-                response_max_tokens: settings.response_max_tokens,
-                context_window: settings.provider.context_window,
-                cwd,
-            },
-            settings.mode,
-        )?;
+        .engaged(engaged);
+    for note in build.rule_notes() {
+        eprintln!("spear: note: {}", escape_controls(&note));
+    }
+    let mut actor = build.session(
+        Some((Arc::new(model), info)),
+        Box::new(|name: &str| Err(format!("`{name}`: spear run keeps one model per run"))),
+        RuntimeOptions {
+            max_tool_calls: settings.max_tool_calls,
+            response_max_tokens: settings.response_max_tokens,
+            context_window: settings.provider.context_window,
+            cwd,
+        },
+        settings.mode,
+    )?;
     actor.continue_in(writer, history);
     let (outcome, interrupted) = rt.block_on(async {
         let (handle, streams, _join) = actor.spawn();

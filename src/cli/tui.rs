@@ -112,6 +112,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
         .network(network)
         .engaged(engaged)
         .observer(Arc::new(PreviewObserver::new(previews)));
+    warnings.extend(build.rule_notes());
     let info = settings.as_ref().map(|s: &Settings| ModelInfo {
         provider: s.provider.name.clone(),
         model: s.provider.model.clone(),

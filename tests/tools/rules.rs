@@ -545,3 +545,132 @@ proptest! {
         }
     }
 }
+
+/// `spear rules …` in the fixture's project, with its own config and state directories.
+fn spear_rules(fx: &Fixture, args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spear"))
+        .current_dir(&fx.project)
+        .env("XDG_STATE_HOME", &fx.state)
+        .env("XDG_CONFIG_HOME", fx.base.join("config"))
+        .env("HOME", &fx.base)
+        .args(["--workspace", fx.project.to_str().unwrap(), "rules"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn spear_rules_adds_lists_explains_trusts_and_removes() {
+    let fx = Fixture::new();
+    let (code, out, err) = spear_rules(&fx, &["add", "allow", "cargo test -p spear *"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .trim_end_matches(':')
+        .to_string();
+    let file = std::fs::read_to_string(fx.base.join("config/spear/rules.toml")).unwrap();
+    // Saved for this workspace, with the class and capabilities of the command it was for.
+    assert!(
+        file.contains(&format!("workspace = \"{}\"", fx.project.display())),
+        "{file}"
+    );
+    assert!(file.contains("class = \"WORKSPACE_MUTATING\""), "{file}");
+    let (_, out, _) = spear_rules(&fx, &["list"]);
+    assert!(out.contains(&id) && out.contains("this workspace"), "{out}");
+    // explain: each segment and what decided it.
+    let (code, out, _) = spear_rules(&fx, &["explain", "cargo test -p spear --lib; rm -rf x"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(&format!("allow by user rule {id}")), "{out}");
+    assert!(out.contains("no rule; the mode would ask"), "{out}");
+    assert!(out.contains("verdict: no rule decides"), "{out}");
+    // Refused: DANGEROUS, a line of two commands, a rule that names nothing.
+    for bad in [
+        vec!["add", "allow", "rm -rf /"],
+        vec!["add", "allow", "cargo test; rm x"],
+        vec!["add", "allow"],
+        vec!["add", "permit", "ls"],
+    ] {
+        let (code, out, err) = spear_rules(&fx, &bad);
+        assert_ne!(code, 0, "{bad:?}: {out}");
+        assert!(!err.trim().is_empty(), "{bad:?} says why");
+    }
+    // A project rules file: its allow is listed as ignored until trusted.
+    fx.write(".spear/rules.toml", PROJECT);
+    let (_, out, _) = spear_rules(&fx, &["list"]);
+    assert!(
+        out.contains("Ignored") && out.contains("allow cargo test *"),
+        "{out}"
+    );
+    let (code, out, _) = spear_rules(&fx, &["trust"]);
+    assert_eq!(code, 0, "{out}");
+    let (_, out, _) = spear_rules(&fx, &["list"]);
+    assert!(!out.contains("Ignored"), "{out}");
+    let (_, out, _) = spear_rules(&fx, &["untrust"]);
+    assert!(out.contains("no longer trusted"), "{out}");
+    // Remove by id; an unknown id is an error.
+    let (code, _, _) = spear_rules(&fx, &["remove", &id]);
+    assert_eq!(code, 0);
+    let (code, _, err) = spear_rules(&fx, &["remove", &id]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no rule"), "{err}");
+}
+
+#[test]
+fn spear_classify_explain_shows_segments_and_rules() {
+    let fx = Fixture::new();
+    spear_rules(&fx, &["add", "allow", "cargo test *"]);
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("spear"))
+        .current_dir(&fx.project)
+        .env("XDG_STATE_HOME", &fx.state)
+        .env("XDG_CONFIG_HOME", fx.base.join("config"))
+        .env("HOME", &fx.base)
+        .args(["classify", "--explain", "cargo test | tail -n 3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("READ_ONLY") && text.contains("tail -n 3"),
+        "{text}"
+    );
+    assert!(text.contains("verdict: allowed by user rule"), "{text}");
+}
+
+#[test]
+fn the_start_says_which_project_allows_were_ignored() {
+    use spear::agent::builder::{Place, SessionBuilder};
+    let fx = Fixture::new();
+    let place = |fx: &Fixture| {
+        Place::of(
+            spear::harness::workspace::Workspace::new(&fx.project).unwrap(),
+            fx.project.clone(),
+            fx.state.clone(),
+        )
+    };
+    let build = SessionBuilder::new(place(&fx), Default::default(), "t");
+    assert!(
+        build.rule_notes().is_empty(),
+        "no project file, nothing to say"
+    );
+    let file = fx.write(".spear/rules.toml", PROJECT);
+    let build = SessionBuilder::new(place(&fx), Default::default(), "t");
+    let notes = build.rule_notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("`allow cargo test *`") && notes[0].contains("spear rules trust"));
+    assert!(
+        !notes[0].contains("cargo fmt"),
+        "a deny is not ignored: {notes:?}"
+    );
+    TrustStore::open_in(&fx.state)
+        .trust(&fx.project, &file, &std::fs::read(&file).unwrap())
+        .unwrap();
+    let build = SessionBuilder::new(place(&fx), Default::default(), "t");
+    assert!(build.rule_notes().is_empty());
+}
