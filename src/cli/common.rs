@@ -157,6 +157,7 @@ mod tests {
             targets: Vec::new(),
             network: false,
             preview,
+            always: Vec::new(),
         }
     }
 

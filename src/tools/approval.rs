@@ -14,9 +14,11 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::harness::audit::{DecidedBy, GrantRef};
-use crate::harness::command_policy::{ApprovalDecision, ApprovalRequest, Approver, CommandClass};
+use crate::harness::command_policy::{
+    ApprovalDecision, ApprovalRequest, Approver, CommandClass, capabilities_for,
+};
 use crate::harness::primitives::{CapabilitySet, ExecutionMode};
-use crate::harness::rules::{RuleRef, Verdict};
+use crate::harness::rules::{Ceiling, RuleBook, RuleRef, Verdict};
 use crate::tools::preview::Preview;
 
 /// Names one approval request, unique within the process: an answer names the request it
@@ -63,6 +65,10 @@ pub struct CallApprovalRequest {
     /// What the tool will do, as it computed it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
+    /// The allow rules "always" may keep, narrowest first (empty: the line has no single part
+    /// a rule could name; "for this session" then keeps this exact command).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub always: Vec<String>,
 }
 
 impl CallApprovalRequest {
@@ -172,10 +178,18 @@ pub(crate) struct Answer {
 /// approver with the call's typed request (its id, the call, the tool, the preview). It
 /// remembers who answered and how, so a person's "no" is told apart from what the mode
 /// refuses, and a rule or a session grant is recorded as one.
+/// What the rules bring to one question: the book an "always" is kept in, their verdict on
+/// the call, and the allows "always" may keep.
+pub(crate) struct Rules<'a> {
+    pub book: &'a RuleBook,
+    pub verdict: &'a Verdict,
+    pub always: Vec<String>,
+}
+
 pub(crate) struct CallAsk<'a> {
     inner: &'a dyn CallApprover,
     grants: &'a SessionGrants,
-    verdict: &'a Verdict,
+    rules: Rules<'a>,
     call_id: &'a str,
     tool: &'a str,
     preview: Option<&'a Preview>,
@@ -186,7 +200,7 @@ impl<'a> CallAsk<'a> {
     pub(crate) fn new(
         inner: &'a dyn CallApprover,
         grants: &'a SessionGrants,
-        verdict: &'a Verdict,
+        rules: Rules<'a>,
         call_id: &'a str,
         tool: &'a str,
         preview: Option<&'a Preview>,
@@ -194,7 +208,7 @@ impl<'a> CallAsk<'a> {
         CallAsk {
             inner,
             grants,
-            verdict,
+            rules,
             call_id,
             tool,
             preview,
@@ -229,7 +243,7 @@ impl Approver for CallAsk<'_> {
             });
             decision
         };
-        match self.verdict {
+        match self.rules.verdict {
             Verdict::Deny(rule) => {
                 return by_rule(
                     ApprovalDecision::Deny(Some(format!("refused by {rule}"))),
@@ -241,7 +255,7 @@ impl Approver for CallAsk<'_> {
             }
             Verdict::Ask(_) | Verdict::Unclear(_) | Verdict::Allow(_) | Verdict::Silent => {}
         }
-        let grant = match self.verdict {
+        let grant = match self.rules.verdict {
             // An ask rule, or a deny that may apply, outranks an earlier "allow for session".
             Verdict::Ask(_) | Verdict::Unclear(_) => None,
             _ => self.grants.find(&request.command, request.class),
@@ -270,10 +284,37 @@ impl Approver for CallAsk<'_> {
             targets: request.writes.clone(),
             network: request.network,
             preview: self.preview.cloned(),
+            always: self.rules.always.clone(),
         };
         let d = self.inner.approve(&asked);
-        if d == ApprovalDecision::ApproveForSession {
-            self.grants.grant(&request.command, request.class);
+        match &d {
+            ApprovalDecision::ApproveForSession => {
+                self.grants.grant(&request.command, request.class);
+            }
+            // Only a rule the request offered is kept: an answer cannot name a wider one.
+            ApprovalDecision::Always { rule, scope } if asked.always.contains(rule) => {
+                let ceiling = Ceiling {
+                    class: request.class,
+                    capabilities: capabilities_for(request.class, request.network),
+                };
+                if let Err(why) = self.rules.book.keep(rule, ceiling, *scope) {
+                    return self.answered(
+                        ApprovalDecision::Cancel(format!(
+                            "the rule `allow {rule}` could not be kept, so nothing ran: {why}"
+                        )),
+                        DecidedBy::Person,
+                    );
+                }
+            }
+            ApprovalDecision::Always { rule, .. } => {
+                return self.answered(
+                    ApprovalDecision::Cancel(format!(
+                        "the answer named a rule the question did not offer (`{rule}`)"
+                    )),
+                    DecidedBy::Person,
+                );
+            }
+            _ => {}
         }
         self.answered(d, DecidedBy::Person)
     }

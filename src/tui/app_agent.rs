@@ -56,6 +56,7 @@ impl App {
                     writes: r.targets,
                     network: r.network,
                     cwd: self.cwd.clone(),
+                    always: r.always,
                 };
                 self.set_awaiting(&view.call_id, true);
                 self.confirm = Some(Confirm::new(view, self.now));

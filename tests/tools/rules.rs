@@ -320,6 +320,19 @@ fn the_audit_and_the_envelope_name_the_rule_that_decided() {
     let last = records.last().unwrap();
     assert_eq!(last.decided_by, Some(DecidedBy::Rule));
     assert_eq!(last.refusal_rule.as_deref(), Some("rule_deny"));
+    // A refusal by class says so.
+    let (_, env) = decide(
+        &r,
+        ExecutionMode::Auto,
+        true,
+        "terminal",
+        json!({"command": "cargo test; rm -rf /"}),
+    );
+    assert_eq!(env.decided_by, Some(DecidedBy::Class));
+    assert_eq!(
+        r.fx.audit().last().unwrap().decided_by,
+        Some(DecidedBy::Class)
+    );
     // A call the mode decided says so, and names no rule.
     let (_, env) = decide(
         &r,
@@ -673,4 +686,126 @@ fn the_start_says_which_project_allows_were_ignored() {
         .unwrap();
     let build = SessionBuilder::new(place(&fx), Default::default(), "t");
     assert!(build.rule_notes().is_empty());
+}
+
+/// Answers "always" with the offered rule at `pick` (or a rule of its own), keeping what it
+/// was offered.
+struct Always {
+    pick: Option<usize>,
+    forged: Option<&'static str>,
+    scope: spear::harness::command_policy::SaveScope,
+    offered: Mutex<Vec<Vec<String>>>,
+}
+
+impl CallApprover for Always {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+        self.offered.lock().unwrap().push(request.always.clone());
+        let rule = match (self.pick, self.forged) {
+            (_, Some(f)) => f.to_string(),
+            (Some(i), None) => request.always[i].clone(),
+            (None, None) => return ApprovalDecision::Approve,
+        };
+        ApprovalDecision::Always {
+            rule,
+            scope: self.scope,
+        }
+    }
+}
+
+fn answering(r: &Ruled, approver: Arc<Always>, line: &str) -> ToolResultEnvelope {
+    let view = ToolExposurePolicy::view(r.router.registry(), &ExposureSettings::default());
+    let mut t = Turn::new(ExecutionMode::Ask, view, approver);
+    call(&r.router, &mut t, "terminal", json!({ "command": line }))
+}
+
+#[test]
+fn always_keeps_the_narrowest_rule_offered_where_the_person_said() {
+    use spear::harness::command_policy::SaveScope;
+    let fx = Fixture::new();
+    let user = fx.base.join("rules.toml");
+    let b = rules::load(&fx.project, Some(&user), &fx.state).unwrap();
+    let r = with_book(fx, b);
+    // Offered: exactly this, then one word fewer at a time; the other parts of the line are
+    // the mode's (READ_ONLY), so the rule is for the one part that needs it.
+    let a = Arc::new(Always {
+        pick: Some(1),
+        forged: None,
+        scope: SaveScope::Workspace,
+        offered: Mutex::new(Vec::new()),
+    });
+    let env = answering(&r, a.clone(), "cargo test -p spear --lib 2>&1 | tail -n 5");
+    assert_eq!(env.status, ToolStatus::Ok);
+    assert_eq!(
+        a.offered.lock().unwrap()[0],
+        vec![
+            "cargo test -p spear --lib",
+            "cargo test -p spear *",
+            "cargo test -p *",
+            "cargo test *"
+        ]
+    );
+    // Saved to the person's file, for this workspace, with the command's class as ceiling.
+    let text = std::fs::read_to_string(&user).unwrap();
+    assert!(
+        text.contains("command = \"cargo test -p spear *\""),
+        "{text}"
+    );
+    assert!(text.contains("class = \"WORKSPACE_MUTATING\""), "{text}");
+    assert!(
+        text.contains(&format!("workspace = \"{}\"", r.fx.project.display())),
+        "{text}"
+    );
+    // From the next call on, a covered command is not asked; a wider one is.
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cargo test -p spear --doc"),
+        Outcome::Ran
+    );
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cargo test -p other"),
+        Outcome::Asked
+    );
+    // A session rule: `s` in the dialog.
+    let s = Arc::new(Always {
+        pick: Some(0),
+        forged: None,
+        scope: SaveScope::Session,
+        offered: Mutex::new(Vec::new()),
+    });
+    answering(&r, s, "cargo build --release");
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cargo build --release"),
+        Outcome::Ran
+    );
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cargo build"),
+        Outcome::Asked
+    );
+    assert!(
+        !std::fs::read_to_string(&user)
+            .unwrap()
+            .contains("cargo build")
+    );
+    // An answer naming a rule the question did not offer keeps nothing and runs nothing.
+    let f = Arc::new(Always {
+        pick: None,
+        forged: Some("rm *"),
+        scope: SaveScope::Global,
+        offered: Mutex::new(Vec::new()),
+    });
+    let env = answering(&r, f, "rm -rf target");
+    assert_eq!(env.status, ToolStatus::Cancelled, "{env:?}");
+    assert!(!std::fs::read_to_string(&user).unwrap().contains("\"rm"));
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "rm -rf target"),
+        Outcome::Asked
+    );
+    // A line no single rule can name offers none.
+    let n = Arc::new(Always {
+        pick: None,
+        forged: None,
+        scope: SaveScope::Session,
+        offered: Mutex::new(Vec::new()),
+    });
+    answering(&r, n.clone(), "cargo fmt; cargo clippy");
+    assert!(n.offered.lock().unwrap()[0].is_empty());
 }

@@ -8,7 +8,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::session::{AppliesFrom, Change, SessionEvent};
 use spear::harness::audit::DecidedBy;
-use spear::harness::command_policy::ApprovalDecision;
+use spear::harness::command_policy::{ApprovalDecision, SaveScope};
 use spear::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use spear::tui::app::App;
 use spear::tui::event::{Effect, Event};
@@ -484,16 +484,74 @@ fn n_denies_m_denies_with_a_message_and_s_answers_allow_for_session() {
         &mut app,
         approval("c3", "make", "SHELL_COMPLEX", &[], false),
     );
-    // `s` allows this exact command for the session: the router keeps the grant (tested at
-    // the router: tests/tools/approvals.rs), the dialog only says so in its answer.
+    // `s` allows this exact command for the session: a session rule where one can name it
+    // (the router keeps it: tests/tools/rules.rs), the dialog only says so in its answer.
     assert_eq!(
         press(&mut app, key(KeyCode::Char('s')), ms(t0, 3000)),
         vec![Effect::Answer {
             request_id: request_id("c3"),
-            decision: ApprovalDecision::ApproveForSession
+            decision: ApprovalDecision::Always {
+                rule: "make".into(),
+                scope: SaveScope::Session
+            }
         }]
     );
     assert!(app.confirm.is_none());
+    // A line no rule can name: `s` keeps a grant of exactly its text.
+    agent(
+        &mut app,
+        approval("c4", "make; make install", "SHELL_COMPLEX", &[], false),
+    );
+    assert_eq!(
+        press(&mut app, key(KeyCode::Char('s')), ms(t0, 3500)),
+        vec![Effect::Answer {
+            request_id: request_id("c4"),
+            decision: ApprovalDecision::ApproveForSession
+        }]
+    );
+    // `a` shows the narrowest rule first, wider ones one step at a time, and asks where.
+    agent(
+        &mut app,
+        approval(
+            "c6",
+            "cargo test -p spear",
+            "WORKSPACE_MUTATING",
+            &[],
+            false,
+        ),
+    );
+    assert!(press(&mut app, key(KeyCode::Char('a')), ms(t0, 4000)).is_empty());
+    let shown = |app: &App| {
+        let c = app.confirm.as_ref().unwrap();
+        c.view.always[c.choosing.unwrap()].clone()
+    };
+    assert_eq!(shown(&app), "cargo test -p spear");
+    press(&mut app, key(KeyCode::Right), ms(t0, 4000));
+    assert_eq!(shown(&app), "cargo test -p *");
+    press(&mut app, key(KeyCode::Right), ms(t0, 4000));
+    assert_eq!(shown(&app), "cargo test *");
+    press(&mut app, key(KeyCode::Right), ms(t0, 4000));
+    assert_eq!(
+        shown(&app),
+        "cargo test *",
+        "never wider than program and one word"
+    );
+    press(&mut app, key(KeyCode::Left), ms(t0, 4000));
+    // Esc goes back to the question; `a` again starts at the narrowest.
+    press(&mut app, key(KeyCode::Esc), ms(t0, 4000));
+    assert!(app.confirm.as_ref().unwrap().choosing.is_none());
+    press(&mut app, key(KeyCode::Char('a')), ms(t0, 4000));
+    press(&mut app, key(KeyCode::Right), ms(t0, 4000));
+    assert_eq!(
+        press(&mut app, key(KeyCode::Char('g')), ms(t0, 4000)),
+        vec![Effect::Answer {
+            request_id: request_id("c6"),
+            decision: ApprovalDecision::Always {
+                rule: "cargo test -p *".into(),
+                scope: SaveScope::Global
+            }
+        }]
+    );
     // Every approval the router sends opens the dialog.
     agent(
         &mut app,

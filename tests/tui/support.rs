@@ -129,6 +129,20 @@ pub fn approval(
             targets: writes.iter().map(|s| s.to_string()).collect(),
             network,
             preview: None,
+            // What the router offers for a plain command: it exactly, then wider.
+            always: match tool {
+                "terminal" if !command.contains([';', '|', '&', '$', '>']) => {
+                    let words: Vec<&str> = command.split_whitespace().collect();
+                    std::iter::once(command.to_string())
+                        .chain(
+                            (2..words.len())
+                                .rev()
+                                .map(|k| format!("{} *", words[..k].join(" "))),
+                        )
+                        .collect()
+                }
+                _ => Vec::new(),
+            },
         }),
     }
 }

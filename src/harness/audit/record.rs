@@ -66,6 +66,8 @@ pub enum DecidedBy {
     /// A permission rule decided (an allow where the mode would ask, or a deny); `rule` names
     /// it.
     Rule,
+    /// The command's class refused it (DANGEROUS, in every mode).
+    Class,
 }
 
 /// The session grant that answered a call: its number in the session and the class it was

@@ -22,6 +22,18 @@ pub struct ApprovalRequest {
     pub network: bool,
 }
 
+/// Where an "always" the person chose is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveScope {
+    /// For the rest of this session.
+    Session,
+    /// In the person's rules, for this workspace.
+    Workspace,
+    /// In the person's rules, for every workspace.
+    Global,
+}
+
 /// The person's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalDecision {
@@ -29,6 +41,14 @@ pub enum ApprovalDecision {
     /// Yes, and the same command of the same class needs no question again this session. The
     /// harness treats it as `Approve`; whoever keeps session grants (the tool router) keeps one.
     ApproveForSession,
+    /// Yes, and keep an allow rule: `rule` is its command (as a rules file spells it, `*` last
+    /// for further arguments), kept where `scope` says. The harness treats it as `Approve`;
+    /// the tool router keeps the rule, with this command's class and capabilities as its
+    /// ceiling.
+    Always {
+        rule: String,
+        scope: SaveScope,
+    },
     /// A considered no, optionally with the person's words.
     Deny(Option<String>),
     /// No answer could be had (no terminal, dialog dismissed, task cancelled).
@@ -75,8 +95,13 @@ impl AuthorizationResult {
 
 /// The capabilities an assessed command needs.
 pub fn required_capabilities(assessment: &CommandAssessment) -> CapabilitySet {
+    capabilities_for(assessment.class, assessment.network)
+}
+
+/// The capabilities a command of `class` needs, with the network if `network`.
+pub fn capabilities_for(class: CommandClass, network: bool) -> CapabilitySet {
     let mut set = CapabilitySet::of(&[Capability::WorkspaceRead]);
-    match assessment.class {
+    match class {
         CommandClass::ReadOnly => {}
         CommandClass::WorkspaceMutating => set = set.with(Capability::WorkspaceWrite),
         // Complex shell can write anything the workspace holds, so it needs both.
@@ -86,7 +111,7 @@ pub fn required_capabilities(assessment: &CommandAssessment) -> CapabilitySet {
                 .with(Capability::ShellComplex)
         }
     }
-    if assessment.network {
+    if network {
         set = set.with(Capability::Network);
     }
     set
@@ -146,7 +171,9 @@ pub(crate) fn authorize(
             network: assessment.network,
         };
         match approver.approve(&request) {
-            ApprovalDecision::Approve | ApprovalDecision::ApproveForSession => {}
+            ApprovalDecision::Approve
+            | ApprovalDecision::ApproveForSession
+            | ApprovalDecision::Always { .. } => {}
             ApprovalDecision::Deny(words) => {
                 let reason = match words {
                     Some(w) if !w.trim().is_empty() => format!("the user declined: {}", w.trim()),

@@ -27,8 +27,8 @@ mod wrappers;
 
 pub use assessment::{CommandAssessment, CommandClass};
 pub use authorize::{
-    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, NoApprover,
-    required_capabilities,
+    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, NoApprover, SaveScope,
+    capabilities_for, required_capabilities,
 };
 pub use classify::MAX_NESTED_SCRIPTS;
 pub use profile::LiteralArgv;

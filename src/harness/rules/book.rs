@@ -2,10 +2,12 @@
 //! command on its own, deny over ask over allow, an allow only within the ceiling it was saved
 //! under.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::rule::{Ceiling, Origin, Rule, RuleAction, RuleRef, Subject};
+use super::files::{self, RawRule};
+use super::rule::{Ceiling, CommandPattern, Origin, Rule, RuleAction, RuleRef, Subject};
+use crate::harness::command_policy::SaveScope;
 use crate::harness::command_policy::{CommandAssessment, CommandClass, required_capabilities};
 use crate::harness::primitives::{
     Capability, CapabilityPolicy, CapabilitySet, ExecutionMode, Grant,
@@ -67,6 +69,9 @@ pub struct Part {
     /// What the part may be when allowed: its rule's ceiling, or its own class where the mode
     /// grants it alone.
     pub allowance: Option<Ceiling>,
+    /// The narrowest rule that would name this part: its words exactly, and the files its
+    /// redirections open.
+    pub exact: Option<CommandPattern>,
 }
 
 /// Everything `spear rules explain` prints.
@@ -84,12 +89,15 @@ pub struct Explanation {
 
 #[derive(Debug, Default)]
 struct Inner {
+    /// The workspace root, and the person's rules file an "always" is saved to.
+    root: PathBuf,
+    user_file: Option<PathBuf>,
     /// The person's rules for this workspace and the global ones, then the project's counted
     /// ones, in file order.
     rules: Vec<Rule>,
     /// The project's allows that do not count (the file is not trusted as it is).
     ignored: Vec<Rule>,
-    /// Rules granted in this session's dialog.
+    /// Rules granted in this session's dialog, and those it saved to the person's file.
     session: Mutex<Vec<Rule>>,
 }
 
@@ -102,7 +110,13 @@ pub struct RuleBook {
 impl RuleBook {
     /// A book of the person's rules (`user`, those for `root` or global), the project's
     /// (`project`; its allows count only when `project_trusted`).
-    pub fn new(root: &Path, user: Vec<Rule>, project: Vec<Rule>, project_trusted: bool) -> Self {
+    pub fn new(
+        root: &Path,
+        user_file: Option<&Path>,
+        user: Vec<Rule>,
+        project: Vec<Rule>,
+        project_trusted: bool,
+    ) -> Self {
         let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let root = canon(root);
         let mut rules: Vec<Rule> = user
@@ -119,6 +133,8 @@ impl RuleBook {
         }
         RuleBook {
             inner: Arc::new(Inner {
+                root,
+                user_file: user_file.map(Path::to_path_buf),
                 rules,
                 ignored,
                 session: Mutex::new(Vec::new()),
@@ -147,18 +163,69 @@ impl RuleBook {
         rule.origin = Origin::Session;
         rule.file = None;
         let mut s = self.session();
-        if let Some(same) = s.iter().find(|r| r.describe() == rule.describe()) {
+        if let Some(same) = s
+            .iter()
+            .find(|r| r.origin == Origin::Session && r.describe() == rule.describe())
+        {
             return same.reference();
         }
-        rule.id = format!("s{}", s.len() + 1);
+        let n = s.iter().filter(|r| r.origin == Origin::Session).count();
+        rule.id = format!("s{}", n + 1);
         let r = rule.reference();
         s.push(rule);
         r
     }
 
-    /// Forget the session's rules (a new or reopened session starts with none).
+    /// Forget the session's rules (a new or reopened session starts with none); what was saved
+    /// to the person's file stays there.
     pub fn clear_session(&self) {
-        self.session().clear();
+        self.session().retain(|r| r.origin != Origin::Session);
+    }
+
+    /// Keep the allow a person chose in the dialog: `pattern` (a command as a rules file spells
+    /// it) with `ceiling`, for the session or saved to the person's rules file for this
+    /// workspace or every one. It counts from the next call on.
+    pub fn keep(
+        &self,
+        pattern: &str,
+        ceiling: Ceiling,
+        scope: SaveScope,
+    ) -> Result<RuleRef, String> {
+        let raw = RawRule {
+            action: Some(RuleAction::Allow),
+            command: Some(pattern.to_string()),
+            class: Some(ceiling.class),
+            capabilities: Some(ceiling.capabilities),
+            workspace: (scope == SaveScope::Workspace).then(|| self.inner.root.clone()),
+            global: scope == SaveScope::Global,
+            ..RawRule::default()
+        };
+        if scope == SaveScope::Session {
+            let rule = RawRule {
+                workspace: None,
+                global: true,
+                ..raw
+            }
+            .to_rule(Origin::User, None)?;
+            return Ok(self.add_session(rule));
+        }
+        let file = self
+            .inner
+            .user_file
+            .as_deref()
+            .ok_or("there is no rules file of yours to save to")?;
+        let rule = raw.to_rule(Origin::User, Some(file))?;
+        let (mut all, _) = files::read_raw(file).map_err(|e| e.to_string())?;
+        if !all.iter().any(|r| r.id() == raw.id()) {
+            all.push(raw);
+            files::write_raw(file, &all).map_err(|e| e.to_string())?;
+        }
+        let r = rule.reference();
+        let mut s = self.session();
+        if !s.iter().any(|x| x.reference() == r) {
+            s.push(rule);
+        }
+        Ok(r)
     }
 
     /// What the rules say about `asked` in `mode`.
@@ -307,6 +374,16 @@ fn explain_command(
                     None if granted_alone(mode, &own) => PartDecision::Mode,
                     None => PartDecision::NoRule,
                 };
+                let exact = CommandPattern {
+                    words: seg.words.clone(),
+                    rest: false,
+                    redirects: seg
+                        .redirects
+                        .iter()
+                        .filter(|r| !r.duplicates() && r.target != "/dev/null")
+                        .cloned()
+                        .collect(),
+                };
                 let allowance = match &decision {
                     PartDecision::Rule {
                         action: RuleAction::Allow,
@@ -327,6 +404,7 @@ fn explain_command(
                     class: own.class,
                     decision,
                     allowance,
+                    exact: Some(exact),
                 });
             }
         }
@@ -471,6 +549,7 @@ fn explain_files(rules: &[Rule], tool: &str, paths: &[String]) -> Explanation {
         class: CommandClass::WorkspaceMutating,
         decision,
         allowance: Some(FILE_WRITE),
+        exact: None,
     }];
     let verdict = verdict_of(&parts, None);
     Explanation {
@@ -492,4 +571,39 @@ fn caps(set: CapabilitySet) -> String {
         .map(Capability::as_str)
         .collect::<Vec<_>>()
         .join("+")
+}
+
+impl Explanation {
+    /// The allows the dialog offers as "always", narrowest first: when exactly one part of the
+    /// line needs a rule, its exact words, then one word fewer at a time with `*` for further
+    /// arguments, down to the program and one word (`cargo test -p spear`, `cargo test -p *`,
+    /// `cargo test *`). None when the line has no parts, or more than one needs a rule.
+    pub fn always_choices(&self) -> Vec<String> {
+        let needing: Vec<&Part> = self
+            .parts
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p.decision,
+                    PartDecision::NoRule | PartDecision::Wider { .. }
+                )
+            })
+            .collect();
+        let [part] = needing.as_slice() else {
+            return Vec::new();
+        };
+        let Some(exact) = &part.exact else {
+            return Vec::new();
+        };
+        let mut out = vec![exact.text()];
+        for keep in (2..exact.words.len()).rev() {
+            let wider = CommandPattern {
+                words: exact.words[..keep].to_vec(),
+                rest: true,
+                redirects: exact.redirects.clone(),
+            };
+            out.push(wider.text());
+        }
+        out
+    }
 }

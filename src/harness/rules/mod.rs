@@ -40,5 +40,5 @@ pub fn load(
     let (project, bytes) = files::read_rules(&project_file, Origin::Project)?;
     let trusted = !bytes.is_empty()
         && TrustStore::open_in(state_home).is_trusted(root, &project_file, &bytes)?;
-    Ok(RuleBook::new(root, user, project, trusted))
+    Ok(RuleBook::new(root, user_file, user, project, trusted))
 }

@@ -20,7 +20,7 @@ use crate::harness::command_policy::{
     Approver, AuthorizationResult, CommandAssessment, CommandPolicy, ExecutionProfile,
 };
 use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus, WorkspaceChanges};
-use crate::harness::rules::{Asked, RuleBook, Verdict};
+use crate::harness::rules::{Asked, Explanation, RuleBook, Verdict};
 use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
@@ -160,7 +160,12 @@ impl SpearHost {
     /// What the permission rules say about a call (a segment is classified on its own by the
     /// host's command policy).
     pub fn rule_verdict(&self, mode: ExecutionMode, asked: Asked<'_>) -> Verdict {
-        self.config.rules.decide(mode, asked, &|text: &str| {
+        self.rule_explain(mode, asked).verdict
+    }
+
+    /// How the permission rules decide a call, part by part.
+    pub fn rule_explain(&self, mode: ExecutionMode, asked: Asked<'_>) -> Explanation {
+        self.config.rules.explain(mode, asked, &|text: &str| {
             self.command_policy.classify(text)
         })
     }

@@ -20,7 +20,7 @@ use crate::harness::command_policy::{
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::rules::{Asked, RuleRef, Verdict};
-use crate::tools::approval::{Answer, ApprovalId, CallAsk, SessionGrants};
+use crate::tools::approval::{Answer, ApprovalId, CallAsk, Rules, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::host::SpearHost;
@@ -343,11 +343,17 @@ impl ToolRouter {
                 paths: &a.writes,
             }
         };
-        let verdict = self.host.rule_verdict(turn.mode, asked);
+        let explained = self.host.rule_explain(turn.mode, asked);
+        let verdict = explained.verdict.clone();
+        let rules = Rules {
+            book: self.host.rules(),
+            verdict: &verdict,
+            always: explained.always_choices(),
+        };
         let recording = CallAsk::new(
             turn.approver.as_ref(),
             &self.grants,
-            &verdict,
+            rules,
             &trace.call.id,
             &trace.tool.spec.name,
             preview,
@@ -423,6 +429,9 @@ impl ToolRouter {
                 );
                 if by_person {
                     steps.push(Step::Authorize);
+                }
+                if !by_person && a.class == CommandClass::Dangerous {
+                    trace.decided_by = Some(DecidedBy::Class);
                 }
                 let (gate, rule) = if by_person {
                     (Gate::Approval, "declined".to_string())

@@ -15,7 +15,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget};
 
-use crate::harness::command_policy::ApprovalDecision;
+use crate::harness::command_policy::{ApprovalDecision, SaveScope};
 use crate::tools::approval::ApprovalId;
 use crate::tui::diff::FileDiff;
 use crate::tui::theme::Theme;
@@ -40,10 +40,14 @@ pub struct ApprovalView {
     pub cwd: String,
     /// The tool's own preview of a file change, as a diff.
     pub diff: Option<FileDiff>,
+    /// The allow rules "always" may keep, narrowest first (empty: none can name this call).
+    pub always: Vec<String>,
 }
 
-/// The decision the dialog emits (`s` is `ApproveForSession`: this exact command and class,
-/// for the rest of the session).
+/// The decision the dialog emits: `y` once; `s` this exact command for the session (a session
+/// rule where one can name it, else a grant of this exact text and class); `a` opens the
+/// "always" chooser, which shows the rule before it is kept and asks where: this workspace,
+/// every workspace, or the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided {
     pub request_id: ApprovalId,
@@ -61,6 +65,8 @@ pub struct Confirm {
     pub scroll: u16,
     /// `m` was pressed: the message being typed.
     pub message: Option<String>,
+    /// `a` was pressed: which of `view.always` is shown (0, the narrowest, first).
+    pub choosing: Option<usize>,
 }
 
 impl Confirm {
@@ -71,6 +77,7 @@ impl Confirm {
             quiet_since: Some(now),
             scroll: 0,
             message: None,
+            choosing: None,
         }
     }
 
@@ -105,9 +112,42 @@ impl Confirm {
             }
             return None;
         }
+        if let Some(i) = self.choosing {
+            let always = |scope| {
+                decided(ApprovalDecision::Always {
+                    rule: self.view.always[i].clone(),
+                    scope,
+                })
+            };
+            match key.code {
+                KeyCode::Char('w') | KeyCode::Enter => return always(SaveScope::Workspace),
+                KeyCode::Char('g') => return always(SaveScope::Global),
+                KeyCode::Char('s') => return always(SaveScope::Session),
+                KeyCode::Right | KeyCode::Char('l') | KeyCode::Tab => {
+                    self.choosing = Some((i + 1).min(self.view.always.len() - 1));
+                }
+                KeyCode::Left | KeyCode::Char('h') | KeyCode::BackTab => {
+                    self.choosing = Some(i.saturating_sub(1));
+                }
+                KeyCode::Esc => self.choosing = None,
+                _ => {}
+            }
+            return None;
+        }
         match key.code {
             KeyCode::Char('y') => decided(ApprovalDecision::Approve),
-            KeyCode::Char('s') => decided(ApprovalDecision::ApproveForSession),
+            KeyCode::Char('s') => match self.view.always.first() {
+                // The session grant is a rule: the exact command, for this session.
+                Some(exact) => decided(ApprovalDecision::Always {
+                    rule: exact.clone(),
+                    scope: SaveScope::Session,
+                }),
+                None => decided(ApprovalDecision::ApproveForSession),
+            },
+            KeyCode::Char('a') if !self.view.always.is_empty() => {
+                self.choosing = Some(0);
+                None
+            }
             KeyCode::Char('n') | KeyCode::Esc => decided(ApprovalDecision::Deny(None)),
             KeyCode::Char('m') => {
                 self.message = Some(String::new());
@@ -138,14 +178,26 @@ impl Confirm {
         if self.message.is_some() {
             return vec![("Enter", "deny with this message"), ("Esc", "back")];
         }
-        vec![
-            ("y", "allow once"),
-            ("s", "allow for session"),
+        if self.choosing.is_some() {
+            return vec![
+                ("w/Enter", "keep for this workspace"),
+                ("g", "for every workspace"),
+                ("s", "for this session"),
+                ("←→", "narrower/wider"),
+                ("Esc", "back"),
+            ];
+        }
+        let mut hints = vec![("y", "allow once"), ("s", "allow for session")];
+        if !self.view.always.is_empty() {
+            hints.push(("a", "always…"));
+        }
+        hints.extend([
             ("n/Esc", "deny"),
             ("m", "deny with message"),
             ("↑↓", "scroll"),
             ("PgUp/PgDn", "conversation"),
-        ]
+        ]);
+        hints
     }
 
     /// The dialog's body lines at `width` (wrapped, nothing cut).
@@ -203,6 +255,35 @@ impl Confirm {
         if let Some(d) = &v.diff {
             lines.push(Line::default());
             lines.extend(diff_lines(d, width, theme));
+        }
+        if let Some(i) = self.choosing {
+            lines.push(Line::default());
+            let n = v.always.len();
+            lines.extend(wrap::wrap_line(
+                Line::from(vec![
+                    Span::styled("always: ", theme.accent()),
+                    Span::styled(
+                        format!("allow {}", v.always[i]),
+                        theme.text().add_modifier(Modifier::BOLD),
+                    ),
+                    Span::styled(
+                        format!(
+                            "  ({} of {n}, {})",
+                            i + 1,
+                            if i == 0 { "exactly this" } else { "wider" }
+                        ),
+                        theme.hint(),
+                    ),
+                ]),
+                width,
+            ));
+            lines.extend(wrap::wrap_line(
+                Line::styled(
+                    format!("  only commands no wider than this {} one", v.class),
+                    theme.hint(),
+                ),
+                width,
+            ));
         }
         if let Some(m) = &self.message {
             lines.push(Line::default());
