@@ -29,6 +29,8 @@ mod gates;
 mod git_control;
 #[path = "tools/hard_links.rs"]
 mod hard_links;
+#[path = "tools/hooks.rs"]
+mod hooks;
 #[path = "tools/host.rs"]
 mod host;
 #[path = "tools/layers.rs"]

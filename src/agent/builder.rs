@@ -80,6 +80,8 @@ pub enum BuildError {
         "permission rules: {0} (fix or remove the file; `spear rules list` shows what is read)"
     )]
     Rules(#[from] crate::harness::rules::RulesError),
+    #[error("a hook in your config is refused: {0}")]
+    Hook(String),
 }
 
 /// The workspace a front end works on, the directory it was started in, and where state lives.
@@ -313,6 +315,15 @@ impl SessionBuilder {
         )?)
     }
 
+    /// The person's hooks, each program checked to lie outside this workspace.
+    fn checked_hooks(&self) -> Result<crate::tools::hooks::Hooks, BuildError> {
+        let hooks = self.harness.hooks.clone();
+        hooks
+            .check_for(&self.place.root)
+            .map_err(BuildError::Hook)?;
+        Ok(hooks)
+    }
+
     /// What a person should be told about the rules at the start: the project's allows that do
     /// not count because its file is not trusted as it is. (A rules file that does not read is
     /// an error when the host is built.)
@@ -329,7 +340,7 @@ impl SessionBuilder {
             return Vec::new();
         }
         vec![format!(
-            "{} is not trusted as it is, so its allows do not count: {} (read the file, then              `spear rules trust`); its deny and ask rules apply",
+            "{} is not trusted as it is, so its allows do not count: {} (read the file, then `spear rules trust`); its deny and ask rules apply",
             crate::harness::rules::project_rules_path(&self.place.root).display(),
             ignored.join(", ")
         )]
@@ -354,6 +365,7 @@ impl SessionBuilder {
                 web_enabled: self.harness.web_enabled,
                 web: self.harness.web.clone(),
                 rules: self.rules()?,
+                hooks: self.checked_hooks()?,
                 ..HostConfig::default()
             },
         ))

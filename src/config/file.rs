@@ -36,6 +36,31 @@ pub struct ConfigFile {
     pub web: WebTable,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
+    #[serde(default)]
+    pub hooks: HooksTable,
+}
+
+/// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`: the person's programs around every call.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HooksTable {
+    #[serde(default)]
+    pub pre_tool: Vec<HookTable>,
+    #[serde(default)]
+    pub post_tool: Vec<HookTable>,
+}
+
+/// One hook.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookTable {
+    pub program: Spanned<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub timeout_seconds: Option<Spanned<u64>>,
+    /// Only for these tools (default: every tool).
+    #[serde(default)]
+    pub tools: Vec<String>,
 }
 
 /// `[sandbox]`.

@@ -191,6 +191,8 @@ pub struct HarnessSettings {
     /// The person's permission rules, `rules.toml` beside the config file (none: no rules of
     /// the person's, as in tests).
     pub rules_file: Option<PathBuf>,
+    /// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`, checked.
+    pub hooks: crate::tools::hooks::Hooks,
 }
 
 impl Default for HarnessSettings {
@@ -205,6 +207,7 @@ impl Default for HarnessSettings {
             resource_limits: Default::default(),
             cgroup_limits: Default::default(),
             rules_file: None,
+            hooks: Default::default(),
         }
     }
 }

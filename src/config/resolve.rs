@@ -236,6 +236,50 @@ pub fn harness(
         resource_limits,
         cgroup_limits,
         rules_file: Some(path.with_file_name("rules.toml")),
+        hooks: hooks(path, text, &file.hooks)?,
+    })
+}
+
+/// The hooks, each program checked (absolute, executable, writable by its owner only); that
+/// it lies outside the workspace is checked again when a session opens one.
+fn hooks(
+    path: &Path,
+    text: &str,
+    table: &super::file::HooksTable,
+) -> Result<crate::tools::hooks::Hooks, ConfigError> {
+    use crate::tools::external::Program;
+    use crate::tools::hooks::{Hook, Hooks};
+    let one = |h: &super::file::HookTable| -> Result<Hook, ConfigError> {
+        let program = crate::tools::external::check(h.program.get_ref(), None).map_err(|why| {
+            ConfigError::invalid(
+                path,
+                &place(text, &h.program.span()),
+                "give the absolute path of an executable only you can change, outside every workspace",
+                why,
+            )
+        })?;
+        let secs = h.timeout_seconds.as_ref().map_or(10, |t| *t.get_ref());
+        if !(1..=600).contains(&secs) {
+            let span = h.timeout_seconds.as_ref().map(|t| t.span()).unwrap_or(0..0);
+            return Err(ConfigError::invalid(
+                path,
+                &place(text, &span),
+                "set timeout_seconds between 1 and 600",
+                format!("timeout_seconds = {secs} is out of range"),
+            ));
+        }
+        Ok(Hook {
+            program: Program {
+                path: program,
+                args: h.args.clone(),
+                timeout: std::time::Duration::from_secs(secs),
+            },
+            tools: h.tools.clone(),
+        })
+    };
+    Ok(Hooks {
+        pre_tool: table.pre_tool.iter().map(one).collect::<Result<_, _>>()?,
+        post_tool: table.post_tool.iter().map(one).collect::<Result<_, _>>()?,
     })
 }
 

@@ -184,6 +184,8 @@ pub(crate) struct Rules<'a> {
     pub book: &'a RuleBook,
     pub verdict: &'a Verdict,
     pub always: Vec<String>,
+    /// A `pre_tool` hook asked for the person: no allow rule or session grant answers then.
+    pub hook_ask: Option<String>,
 }
 
 pub(crate) struct CallAsk<'a> {
@@ -250,13 +252,15 @@ impl Approver for CallAsk<'_> {
                     rule,
                 );
             }
-            Verdict::Allow(rules) if !rules.is_empty() => {
+            Verdict::Allow(rules) if !rules.is_empty() && self.rules.hook_ask.is_none() => {
                 return by_rule(ApprovalDecision::Approve, &rules[0]);
             }
             Verdict::Ask(_) | Verdict::Unclear(_) | Verdict::Allow(_) | Verdict::Silent => {}
         }
         let grant = match self.rules.verdict {
-            // An ask rule, or a deny that may apply, outranks an earlier "allow for session".
+            // An ask rule, or a deny that may apply, or a hook that asked, outranks an earlier
+            // "allow for session".
+            _ if self.rules.hook_ask.is_some() => None,
             Verdict::Ask(_) | Verdict::Unclear(_) => None,
             _ => self.grants.find(&request.command, request.class),
         };
@@ -280,7 +284,17 @@ impl Approver for CallAsk<'_> {
             command: request.command.clone(),
             class: request.class,
             asking_for: request.asking_for,
-            reasons: request.reasons.clone(),
+            reasons: request
+                .reasons
+                .iter()
+                .cloned()
+                .chain(
+                    self.rules
+                        .hook_ask
+                        .iter()
+                        .map(|why| format!("your pre_tool hook asks: {why}")),
+                )
+                .collect(),
             targets: request.writes.clone(),
             network: request.network,
             preview: self.preview.cloned(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::harness::audit::HookRun;
 use crate::harness::audit::{
     AuditError, AuditEvent, AuditLogger, AuditTarget, DecidedBy, Decision, GrantRef,
 };
@@ -62,6 +63,8 @@ pub struct CallEnd<'a> {
     pub grant: Option<GrantRef>,
     /// The permission rule that decided, when one did.
     pub rule: Option<RuleRef>,
+    /// The person's hooks that ran for the call.
+    pub hooks: &'a [HookRun],
 }
 
 pub trait ToolObserver: Send + Sync {
@@ -161,6 +164,7 @@ impl AuditObserver {
             decided_by: call.decided_by,
             grant: call.grant,
             rule: call.rule.clone(),
+            hooks: call.hooks.to_vec(),
             sandbox_user: self
                 .sandbox_user
                 .filter(|_| call.is_command)

@@ -13,8 +13,8 @@ mod summary_lex;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
 pub use record::{
-    AuditEvent, AuditRecord, AuditTarget, DecidedBy, Decision, GrantRef, MAX_CHANGED_LISTED,
-    rfc3339,
+    AuditEvent, AuditRecord, AuditTarget, DecidedBy, Decision, GrantRef, HookRun,
+    MAX_CHANGED_LISTED, rfc3339,
 };
 
 use std::fs::{File, OpenOptions};

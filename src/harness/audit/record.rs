@@ -68,6 +68,8 @@ pub enum DecidedBy {
     Rule,
     /// The command's class refused it (DANGEROUS, in every mode).
     Class,
+    /// One of the person's `pre_tool` hooks refused it.
+    Hook,
 }
 
 /// The session grant that answered a call: its number in the session and the class it was
@@ -77,6 +79,15 @@ pub enum DecidedBy {
 pub struct GrantRef {
     pub id: u64,
     pub class: CommandClass,
+}
+
+/// One run of a person's hook for a call: which, the program, and what it answered
+/// (`proceed`, `ask`, `deny: …`, `observed`, `failed: …`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookRun {
+    pub event: String,
+    pub program: String,
+    pub answer: String,
 }
 
 /// What a call was aimed at.
@@ -119,6 +130,8 @@ pub struct AuditEvent {
     pub grant: Option<GrantRef>,
     /// The permission rule that decided, when `decided_by` is `Rule`.
     pub rule: Option<RuleRef>,
+    /// The person's hooks that ran for the call.
+    pub hooks: Vec<HookRun>,
     /// Who a command ran as, when not the usual unprivileged sandbox user (a root Spear with
     /// `[sandbox] root_uid = "host"`).
     pub sandbox_user: Option<String>,
@@ -145,6 +158,7 @@ impl AuditEvent {
             decided_by: None,
             grant: None,
             rule: None,
+            hooks: Vec::new(),
             sandbox_user: None,
         }
     }
@@ -193,6 +207,9 @@ pub struct AuditRecord {
     /// The permission rule that decided: its origin, file and id (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<RuleRef>,
+    /// The person's hooks that ran for the call (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
     /// Who the command ran as, when that is the host's root (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_user: Option<String>,
@@ -247,6 +264,14 @@ impl AuditRecord {
             decided_by: event.decided_by,
             grant: event.grant,
             rule: event.rule.clone(),
+            hooks: event
+                .hooks
+                .iter()
+                .map(|h| HookRun {
+                    answer: redact_text(&h.answer).into_owned(),
+                    ..h.clone()
+                })
+                .collect(),
             sandbox_user: event.sandbox_user.clone(),
             prev: String::new(),
         }

@@ -7,7 +7,6 @@
 //! hostile document makes a parser do, Spear's own memory and time stay bounded by these
 //! limits, and a cancelled task stops waiting at once.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -81,7 +80,7 @@ pub fn run(
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return Err(Failure::Cancelled);
     }
-    let stdin = input_memfd(input)
+    let stdin = crate::tools::external::memfd_with(input)
         .map_err(|e| Failure::Failed(format!("cannot hand the document to the extractor: {e}")))?;
     let mut command = Command::new(program);
     command.arg(SUBCOMMAND);
@@ -128,26 +127,10 @@ pub fn run(
         Job::Pdf => "the PDF's text",
         Job::Html { .. } => "the HTML's text",
     };
-    // The child is tied to the thread that spawns it (its parent-death signal), and the caller
-    // may be on an async runtime already: a thread of its own with a runtime of its own.
-    let joined = std::thread::scope(|s| {
-        s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| Failure::Failed(format!("cannot start a runtime: {e}")))?;
-            rt.block_on(supervise(command, stdin, &rlimits, bounds, cancel))
-        })
-        .join()
-    });
-    let ended = match joined {
-        Ok(r) => r?,
-        Err(_) => {
-            return Err(Failure::Failed(
-                "the extractor's supervisor panicked".into(),
-            ));
-        }
-    };
+    let ended = crate::tools::external::on_own_runtime(|rt| {
+        rt.block_on(supervise(command, stdin, &rlimits, bounds, cancel))
+    })
+    .map_err(|why| Failure::Failed(format!("the extractor's supervisor: {why}")))??;
     explain(ended, what, bounds)
 }
 
@@ -172,17 +155,6 @@ fn both(v: u64) -> Rlimit {
         current: Some(v),
         maximum: Some(v),
     }
-}
-
-/// The input as an anonymous file, positioned at its start: the child reads it as stdin, and
-/// no pipe needs feeding while the child runs.
-fn input_memfd(input: &[u8]) -> std::io::Result<std::fs::File> {
-    use std::io::Seek;
-    let fd = rustix::fs::memfd_create("spear-extract-input", rustix::fs::MemfdFlags::CLOEXEC)?;
-    let mut file = std::fs::File::from(fd);
-    file.write_all(input)?;
-    file.seek(std::io::SeekFrom::Start(0))?;
-    Ok(file)
 }
 
 /// How the child ended, with what it printed.

@@ -50,6 +50,8 @@ pub struct HostConfig {
     pub web: WebSettings,
     /// The permission rules in force (none by default).
     pub rules: RuleBook,
+    /// The person's hooks (none by default).
+    pub hooks: crate::tools::hooks::Hooks,
 }
 
 /// An external capability as `spear-capability` describes it.
@@ -173,6 +175,11 @@ impl SpearHost {
     /// The permission rules in force.
     pub fn rules(&self) -> &RuleBook {
         &self.config.rules
+    }
+
+    /// The person's hooks.
+    pub fn hooks(&self) -> &crate::tools::hooks::Hooks {
+        &self.config.hooks
     }
 
     /// Authorize under `mode`, with the network as `network` says (`None`: the session's

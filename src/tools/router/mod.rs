@@ -14,15 +14,17 @@ use std::time::Instant;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::harness::audit::{DecidedBy, Decision, GrantRef};
+use crate::harness::audit::{DecidedBy, Decision, GrantRef, HookRun};
 use crate::harness::command_policy::{
-    ApprovalDecision, AuthorizationResult, CommandAssessment, CommandClass, ExecutionProfile,
+    ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
+    CommandClass, ExecutionProfile, capabilities_for,
 };
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::rules::{Asked, RuleRef, Verdict};
 use crate::tools::approval::{Answer, ApprovalId, CallAsk, Rules, SessionGrants};
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::handler::{ActionOutcome, RunContext};
+use crate::tools::hooks::{PreAnswer, PreTool};
 use crate::tools::host::SpearHost;
 use crate::tools::host::gates::TargetAccess;
 use crate::tools::host::gates::{gate_command_writes, gate_target};
@@ -74,6 +76,10 @@ struct Trace<'a> {
     decided_by: Option<DecidedBy>,
     grant: Option<GrantRef>,
     rule: Option<RuleRef>,
+    /// The person's hooks that ran for the call.
+    hooks: Vec<HookRun>,
+    /// A `pre_tool` hook asked that the person be asked, saying why.
+    hook_ask: Option<String>,
 }
 
 impl ToolRouter {
@@ -170,6 +176,8 @@ impl ToolRouter {
             decided_by: None,
             grant: None,
             rule: None,
+            hooks: Vec::new(),
+            hook_ask: None,
         };
         match self.run_gated(turn, &mut trace) {
             Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
@@ -299,6 +307,7 @@ impl ToolRouter {
             let _ = o.before(&start);
         }
         trace.steps.push(Step::Hooks);
+        self.pre_tool_hooks(turn, trace)?;
         // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
         // its plan forgot to name what it writes.
         let assessment = plan.command.clone().or_else(|| {
@@ -328,6 +337,41 @@ impl ToolRouter {
         Ok((outcome, decision))
     }
 
+    /// The person's `pre_tool` hooks, before authorization: a deny ends the call here; an ask
+    /// makes authorization ask the person even where the mode would not.
+    fn pre_tool_hooks(&self, turn: &Turn, trace: &mut Trace<'_>) -> Result<(), Refusal> {
+        let hooks = self.host.hooks();
+        if hooks.pre_tool.is_empty() {
+            return Ok(());
+        }
+        let root = self.host.project_root().display().to_string();
+        let input = PreTool {
+            event: "pre_tool",
+            call_id: &trace.call.id,
+            tool: &trace.tool.spec.name,
+            arguments: &trace.call.arguments,
+            mode: turn.mode.as_str(),
+            workspace: &root,
+        };
+        let (answer, runs) = hooks.pre_tool(self.host.project_root(), &input);
+        trace.hooks.extend(runs);
+        match answer {
+            PreAnswer::Proceed => Ok(()),
+            PreAnswer::Ask(why) => {
+                trace.hook_ask = Some(why);
+                Ok(())
+            }
+            PreAnswer::Deny(message) => {
+                trace.decided_by = Some(DecidedBy::Hook);
+                Err(Refusal::new(
+                    Gate::Authorization,
+                    "hook_deny",
+                    ToolResult::denied(message),
+                ))
+            }
+        }
+    }
+
     fn authorize(
         &self,
         turn: &Turn,
@@ -349,6 +393,7 @@ impl ToolRouter {
             book: self.host.rules(),
             verdict: &verdict,
             always: explained.always_choices(),
+            hook_ask: trace.hook_ask.clone(),
         };
         let recording = CallAsk::new(
             turn.approver.as_ref(),
@@ -358,7 +403,45 @@ impl ToolRouter {
             &trace.tool.spec.name,
             preview,
         );
-        let result = self.host.authorize(turn.mode, turn.network, a, &recording);
+        let mut result = self.host.authorize(turn.mode, turn.network, a, &recording);
+        // A hook that asked is heard where the mode would not ask: the person is asked now.
+        if let (Some(_), AuthorizationResult::Granted { asked: false, .. }) =
+            (&trace.hook_ask, &result)
+            && !matches!(verdict, Verdict::Deny(_) | Verdict::Unclear(_))
+        {
+            let request = ApprovalRequest {
+                mode: turn.mode,
+                command: a.command.clone(),
+                class: a.class,
+                asking_for: capabilities_for(a.class, a.network),
+                reasons: a.reasons.clone(),
+                writes: a.writes.clone(),
+                network: a.network,
+            };
+            result = match recording.approve(&request) {
+                ApprovalDecision::Deny(words) => AuthorizationResult::Denied {
+                    reason: match words {
+                        Some(w) if !w.trim().is_empty() => {
+                            format!("the user declined: {}", w.trim())
+                        }
+                        _ => "the user declined".into(),
+                    },
+                },
+                ApprovalDecision::Cancel(reason) => AuthorizationResult::Cancelled { reason },
+                _ => match result {
+                    AuthorizationResult::Granted {
+                        capabilities,
+                        profile,
+                        ..
+                    } => AuthorizationResult::Granted {
+                        capabilities,
+                        profile,
+                        asked: true,
+                    },
+                    other => other,
+                },
+            };
+        }
         let answer = recording.into_answer();
         // Nobody decided a cancelled question; otherwise whoever answered, or else the mode.
         (trace.decided_by, trace.grant, trace.rule) = match &answer {
@@ -382,7 +465,7 @@ impl ToolRouter {
                 };
                 let why = match &verdict {
                     Verdict::Unclear(_) => format!(
-                        "refused: the words of {rule} stand in this line, which is too complex                          for the rule to read exactly (write the command plainly, without a                          wrapper or options between its words, if the rule does not apply)"
+                        "refused: the words of {rule} stand in this line, which is too complex for the rule to read exactly (write the command plainly, without a wrapper or options between its words, if the rule does not apply)"
                     ),
                     _ => format!("refused by {rule}"),
                 };
@@ -558,6 +641,24 @@ impl ToolRouter {
         decision: Decision,
         bytes_written: Option<u64>,
     ) -> Result<(), RouterError> {
+        // The person's post_tool hooks observe the result (once per call), before it is
+        // recorded, so the record says they ran.
+        let mut hooks = trace.hooks.clone();
+        let post = &self.host.hooks().post_tool;
+        if !post.is_empty() && decision != Decision::RepeatedRefusalStopped {
+            let input = serde_json::json!({
+                "event": "post_tool",
+                "call_id": trace.call.id,
+                "tool": trace.tool.spec.name,
+                "decision": decision,
+                "envelope": env,
+            });
+            hooks.extend(self.host.hooks().post_tool(
+                self.host.project_root(),
+                &trace.tool.spec.name,
+                &input,
+            ));
+        }
         let end = CallEnd {
             tool: &trace.tool.spec.name,
             mode: turn.mode,
@@ -573,6 +674,7 @@ impl ToolRouter {
             decided_by: trace.decided_by,
             grant: trace.grant,
             rule: trace.rule.clone(),
+            hooks: &hooks,
         };
         for o in &self.observers {
             o.after(&end)?;
