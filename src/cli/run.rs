@@ -1,13 +1,14 @@
 //! `spear run [--mode M] [--network] [--json] [--resume ID] [--provider P] [--model M]
-//! [--standard NAME] OBJECTIVE|-`: the agent, headless, for scripts and CI. The objective (from stdin when `-`)
+//! [--standard NAME] [--approver CMD] OBJECTIVE|-`: the agent, headless, for scripts and CI.
+//! The objective (from stdin when `-`)
 //! becomes one request; the task's events are printed as they come (see `run_output`). Exit
 //! codes: 0 when the model finished its answer, 1 on an error (bad config, unreachable server,
 //! bad key) or when a limit stopped the request, 130 when interrupted (SIGINT cancels the task
 //! cleanly: the stream is dropped, a running command killed). In ASK mode approvals are asked
-//! on the terminal; without one every approval is `cancelled`.
+//! on the terminal (without one every approval is `cancelled`), or of `--approver CMD`.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use spear::agent::transcript::SessionStore;
 use spear::config::{self, Env, Flags};
 use spear::harness::audit::display::escape_controls;
 use spear::harness::primitives::ExecutionMode;
+use spear::tools::approval::{CallApprover, ExternalApprover};
 
 use super::run_output::Printer;
 
@@ -49,6 +51,14 @@ pub struct RunArgs {
     /// answered by the normative runtime.
     #[arg(long, value_name = "NAME")]
     pub standard: Option<String>,
+    /// Ask this program instead of the terminal: each approval request as JSON on stdin, its
+    /// JSON answer (`{"request_id": N, "decision": "allow"|"deny", "message": …}`) decides;
+    /// anything else is a deny. An absolute path, optionally with arguments.
+    #[arg(long, value_name = "CMD")]
+    pub approver: Option<String>,
+    /// How long the approver may take per request, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 60, requires = "approver")]
+    pub approver_timeout: u64,
     /// What to do; `-` reads it from stdin.
     #[arg(value_name = "OBJECTIVE")]
     pub objective: String,
@@ -66,6 +76,14 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
     let settings = config::load(&path, &Env::Process, &flags)?;
     let model = super::run_model::build(&settings)?;
     let place = Place::find(workspace)?;
+    let approver = match &args.approver {
+        Some(cmd) => Some(Arc::new(external_approver(
+            cmd,
+            args.approver_timeout,
+            &place.root,
+        )?)),
+        None => None,
+    };
     let cwd = place.cwd.clone();
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {
@@ -118,7 +136,7 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
     actor.continue_in(writer, history);
     let (outcome, interrupted) = rt.block_on(async {
         let (handle, streams, _join) = actor.spawn();
-        drive(&handle, streams, objective, args.json).await
+        drive(&handle, streams, objective, args.json, approver).await
     });
     // A question left on the terminal must not hold the exit.
     rt.shutdown_background();
@@ -155,6 +173,7 @@ async fn drive(
     mut streams: SessionStreams,
     objective: String,
     json: bool,
+    approver: Option<Arc<ExternalApprover>>,
 ) -> (Option<TaskOutcome>, bool) {
     session.send(SessionOp::Submit(objective));
     let mut printer = Printer::new(json);
@@ -167,7 +186,7 @@ async fn drive(
                 Some(event) => {
                     printer.event(&event);
                     if let AgentEvent::ApprovalRequested { .. } = &event {
-                        ask(session, &event);
+                        ask(session, &event, approver.clone());
                     }
                 }
                 None => agent_done = true,
@@ -207,16 +226,42 @@ async fn drive(
 
 /// Ask the approval on the terminal, on a blocking thread so SIGINT is still heard meanwhile; a
 /// cancel answers first, and this later answer is then refused as no longer pending.
-fn ask(session: &SessionHandle, event: &AgentEvent) {
+fn ask(session: &SessionHandle, event: &AgentEvent, approver: Option<Arc<ExternalApprover>>) {
     let AgentEvent::ApprovalRequested { request } = event else {
         return;
     };
     let (session, request) = (session.clone(), request.clone());
     tokio::task::spawn_blocking(move || {
-        let decision = super::common::ask_request_on_tty(&request);
+        let decision = match approver {
+            Some(a) => a.approve(&request),
+            None => super::common::ask_request_on_tty(&request),
+        };
         session.send(SessionOp::Answer {
             request_id: request.id,
             decision,
         });
     });
+}
+
+/// `--approver CMD`: the program (an absolute path, then its arguments, split on blanks; no
+/// shell), checked like a hook: executable, only its owner may change it, outside the workspace.
+fn external_approver(cmd: &str, timeout: u64, root: &Path) -> anyhow::Result<ExternalApprover> {
+    let mut words = cmd.split_whitespace();
+    let program = words
+        .next()
+        .context("--approver is empty: give the approver program's absolute path")?;
+    let path = spear::tools::external::check(program, Some(root))
+        .map_err(|why| anyhow::anyhow!("--approver: {why}"))?;
+    anyhow::ensure!(
+        (1..=3600).contains(&timeout),
+        "--approver-timeout must be between 1 and 3600 seconds"
+    );
+    Ok(ExternalApprover {
+        program: spear::tools::external::Program {
+            path,
+            args: words.map(str::to_string).collect(),
+            timeout: Duration::from_secs(timeout),
+        },
+        cwd: root.to_path_buf(),
+    })
 }

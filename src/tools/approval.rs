@@ -106,6 +106,54 @@ impl<T: CallApprover + ?Sized> CallApprover for Arc<T> {
     }
 }
 
+/// `spear run --approver CMD`: each request goes to the person's program as JSON on stdin, and
+/// its JSON answer naming the request id decides: `{"request_id": N, "decision": "allow"}`, or
+/// `{"request_id": N, "decision": "deny", "message": "…"}` (the message reaches the model).
+/// Invariant: nothing but an exact allow for this very request allows: an answer for another
+/// id, no answer, a crash, a timeout or anything unreadable is a deny, and a DANGEROUS request
+/// (which authorization refuses before asking) is denied without being sent.
+pub struct ExternalApprover {
+    pub program: crate::tools::external::Program,
+    /// Where the program runs (the workspace root).
+    pub cwd: std::path::PathBuf,
+}
+
+impl CallApprover for ExternalApprover {
+    fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+        if request.class == CommandClass::Dangerous {
+            return ApprovalDecision::Deny(Some("DANGEROUS is refused in every mode".into()));
+        }
+        let deny = |why: String| ApprovalDecision::Deny(Some(format!("the approver {why}")));
+        let input = match serde_json::to_vec(request) {
+            Ok(i) => i,
+            Err(e) => return deny(format!("could not be asked: {e}")),
+        };
+        let out = match crate::tools::external::run(&self.program, &self.cwd, &input) {
+            Ok(out) => out,
+            Err(e) => return deny(e.to_string()),
+        };
+        let Ok(answer) = serde_json::from_slice::<serde_json::Value>(&out) else {
+            return deny("printed something that is not JSON".into());
+        };
+        if answer.get("request_id").and_then(serde_json::Value::as_u64) != Some(request.id.0) {
+            return deny(format!(
+                "answered for another request (expected request_id {})",
+                request.id
+            ));
+        }
+        match answer.get("decision").and_then(serde_json::Value::as_str) {
+            Some("allow") => ApprovalDecision::Approve,
+            Some("deny") => ApprovalDecision::Deny(
+                answer
+                    .get("message")
+                    .and_then(serde_json::Value::as_str)
+                    .map(|m| m.chars().filter(|c| !c.is_control()).take(1000).collect()),
+            ),
+            _ => deny("answered without a decision of allow or deny".into()),
+        }
+    }
+}
+
 /// "Allow for session": the exact command text and class a person allowed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionGrant {

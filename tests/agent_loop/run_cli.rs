@@ -672,3 +672,101 @@ fn a_workspace_holding_spears_configuration_is_refused_at_start() {
     );
     assert!(stderr.contains("XDG_CONFIG_HOME"), "{stderr}");
 }
+
+/// An approver script beside the project (outside it), only its owner may change.
+fn approver_script(env: &Env, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let base = env.project.parent().unwrap();
+    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let p = base.join(name);
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\nid=$(sed -n 's/.*\"request_id\":\\([0-9]*\\).*/\\1/p')\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    p
+}
+
+#[test]
+fn an_external_approver_decides_and_anything_but_an_exact_allow_is_a_deny() {
+    for (name, body, written, told) in [
+        (
+            "allow",
+            r#"echo "{\"request_id\": $id, \"decision\": \"allow\"}""#,
+            true,
+            "",
+        ),
+        (
+            "deny",
+            r#"echo "{\"request_id\": $id, \"decision\": \"deny\", \"message\": \"use the staging dir\"}""#,
+            false,
+            "use the staging dir",
+        ),
+        (
+            "wrong_id",
+            r#"echo "{\"request_id\": 999999, \"decision\": \"allow\"}""#,
+            false,
+            "another request",
+        ),
+        ("crash", "exit 7", false, "exit 7"),
+        ("hang", "sleep 30", false, "no answer"),
+        ("silent", "true", false, "not JSON"),
+    ] {
+        let env = Env::new();
+        let script = approver_script(&env, name, body);
+        let server = MockServer::start([
+            tool_calls_answer(&[(
+                "call_w",
+                "write_file",
+                json!({"path": "new.txt", "content": "x\n"}),
+            )]),
+            text_answer("Done."),
+        ]);
+        let approver = script.display().to_string();
+        let out = env.run(
+            &server.base_url,
+            &[
+                "--mode",
+                "ask",
+                "--json",
+                "--approver",
+                &approver,
+                "--approver-timeout",
+                "2",
+                "write new.txt",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out));
+        assert_eq!(env.project.join("new.txt").exists(), written, "{name}");
+        let told_model = tool_message(&server.requests()[1].body, "call_w");
+        if written {
+            assert!(!told_model.starts_with("[denied]"), "{name}: {told_model}");
+        } else {
+            assert!(told_model.starts_with("[denied]"), "{name}: {told_model}");
+            assert!(told_model.contains(told), "{name}: {told_model}");
+        }
+    }
+}
+
+#[test]
+fn an_approver_inside_the_workspace_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let inside = env.project.join("approve.sh");
+    std::fs::write(&inside, "#!/bin/sh\necho yes\n").unwrap();
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let server = MockServer::start([text_answer("never asked")]);
+    let approver = inside.display().to_string();
+    let out = env.run(&server.base_url, &["--approver", &approver, "hello"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out).contains("lies in the workspace"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing was asked of the model"
+    );
+}
