@@ -141,8 +141,18 @@ impl Cx<'_> {
             .iter()
             .chain(tables::SYSTEM_PACKAGES.iter())
             .find(|(n, _)| *n == key);
+        // `git remote` and `git remote -v` only list what the config names; its subcommands
+        // (`show`, `update`, `prune`, …) are what reach a remote.
+        let lists_remotes = key == "git"
+            && sub == Some("remote")
+            && args
+                .iter()
+                .skip_while(|a| a.value != "remote")
+                .skip(1)
+                .all(|a| a.value.starts_with('-') && a.is_static());
         if let (Some((_, subs)), Some(sub)) = (listed, sub)
             && subs.contains(&sub)
+            && !lists_remotes
         {
             self.a.network = true;
         }
