@@ -1038,3 +1038,30 @@ fn a_paste_longer_than_the_screen_is_folded_in_the_composer_and_sent_whole() {
     app.update(Event::Paste("two\nlines".into()));
     assert_eq!(composer_text(&app), "two\nlines");
 }
+
+/// Issue 22, item 4: a DANGEROUS request (which authorization refuses before asking) can only
+/// be declined, should one ever reach the dialog: no key allows it, and the hints offer none.
+#[test]
+fn a_dangerous_request_cannot_be_allowed_from_the_dialog() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        approval("c9", "rm -rf /", "DANGEROUS", &[], false),
+    );
+    for k in ['y', 's', 'a'] {
+        assert!(
+            press(&mut app, key(KeyCode::Char(k)), ms(t0, 1000)).is_empty(),
+            "`{k}` must answer nothing"
+        );
+    }
+    let hints = app.confirm.as_ref().unwrap().hints();
+    assert!(hints.iter().all(|(k, _)| !k.contains('y')), "{hints:?}");
+    assert_eq!(
+        press(&mut app, key(KeyCode::Char('n')), ms(t0, 2000)),
+        vec![Effect::Answer {
+            request_id: request_id("c9"),
+            decision: ApprovalDecision::Deny(None)
+        }]
+    );
+}

@@ -134,6 +134,11 @@ impl Confirm {
             }
             return None;
         }
+        // DANGEROUS is refused before anyone is asked; should such a request ever reach the
+        // dialog, it can only be declined.
+        if self.dangerous() && matches!(key.code, KeyCode::Char('y' | 's' | 'a')) {
+            return None;
+        }
         match key.code {
             KeyCode::Char('y') => decided(ApprovalDecision::Approve),
             KeyCode::Char('s') => match self.view.always.first() {
@@ -173,10 +178,21 @@ impl Confirm {
         }
     }
 
+    /// The request is DANGEROUS: there is nothing to allow.
+    fn dangerous(&self) -> bool {
+        self.view.class == "DANGEROUS"
+    }
+
     /// The key hints, generated from the bindings above.
     pub fn hints(&self) -> Vec<(&'static str, &'static str)> {
         if self.message.is_some() {
             return vec![("Enter", "deny with this message"), ("Esc", "back")];
+        }
+        if self.dangerous() {
+            return vec![
+                ("n/Esc", "deny: DANGEROUS is refused in every mode"),
+                ("m", "deny with message"),
+            ];
         }
         if self.choosing.is_some() {
             return vec![
