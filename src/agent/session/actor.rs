@@ -133,10 +133,12 @@ impl<M: ChatModel + 'static> SessionActor<M> {
 
     /// Record in `writer` from now on, continuing `history` (also for a front end that opened
     /// the session itself, to know its id before the harness was built).
-    /// The person's "allow for session" grants were given for the session they were in, so a
-    /// new or reopened one starts with none.
+    /// The person's "allow for session" grants and session rules were given for the session
+    /// they were in, so a new or reopened one starts with none (rules saved to the person's
+    /// file stay).
     pub fn continue_in(&mut self, writer: SessionWriter, history: Vec<ChatMessage>) {
         self.parts.router.grants().clear();
+        self.parts.router.host().rules().clear_session();
         self.session = Some(writer.id().to_string());
         self.parts.audit_label.set(writer.id());
         if let Some((model, _)) = &self.parts.model {

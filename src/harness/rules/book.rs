@@ -607,3 +607,55 @@ impl Explanation {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::primitives::Capability::{WorkspaceRead, WorkspaceWrite};
+
+    const CEILING: Ceiling = Ceiling {
+        class: CommandClass::WorkspaceMutating,
+        capabilities: CapabilitySet::of_const(&[WorkspaceRead, WorkspaceWrite]),
+    };
+
+    #[test]
+    fn a_new_session_forgets_session_rules_but_not_saved_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("rules.toml");
+        let book = RuleBook::new(d.path(), Some(&file), Vec::new(), Vec::new(), false);
+        let s = book
+            .keep("cargo test *", CEILING, SaveScope::Session)
+            .unwrap();
+        assert_eq!((s.origin, s.id.as_str()), (Origin::Session, "s1"));
+        // The same rule again is the same rule.
+        assert_eq!(
+            book.keep("cargo test *", CEILING, SaveScope::Session)
+                .unwrap(),
+            s
+        );
+        let w = book
+            .keep("make check", CEILING, SaveScope::Workspace)
+            .unwrap();
+        assert_eq!(w.origin, Origin::User);
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("make check")
+        );
+        assert_eq!(book.rules().len(), 2);
+        book.clear_session();
+        let left: Vec<String> = book.rules().iter().map(Rule::describe).collect();
+        assert_eq!(left, vec!["allow make check"]);
+        // A pattern that does not read is refused, and nothing is kept.
+        assert!(book.keep("make; rm x", CEILING, SaveScope::Global).is_err());
+        assert_eq!(book.rules().len(), 1);
+    }
+
+    #[test]
+    fn without_a_file_of_the_persons_only_the_session_can_keep_a_rule() {
+        let d = tempfile::tempdir().unwrap();
+        let book = RuleBook::new(d.path(), None, Vec::new(), Vec::new(), false);
+        assert!(book.keep("ls", CEILING, SaveScope::Global).is_err());
+        assert!(book.keep("ls", CEILING, SaveScope::Session).is_ok());
+    }
+}
