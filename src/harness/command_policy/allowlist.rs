@@ -62,6 +62,9 @@ pub struct Entry {
     pub value_patterns: Option<BTreeMap<String, String>>,
     /// At least one of these options must be present.
     pub require_one_of: Option<Vec<String>>,
+    /// ... unless there are exactly this many operands (`git config NAME` reads as `--get`
+    /// does; with a value it writes).
+    pub or_exactly_operands: Option<usize>,
     /// find-style single-dash options.
     pub single_dash: bool,
     /// Options end at the first operand (bash builtins, POSIX getopt).
@@ -240,6 +243,7 @@ impl Entry {
             && !req
                 .iter()
                 .any(|r| parsed.options.iter().any(|o| &o.name == r))
+            && self.or_exactly_operands != Some(parsed.operands.len())
         {
             return Err(format!(
                 "`{name}` is read-only only with one of {}",
