@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::{Args, Subcommand};
 use spear::agent::builder::Place;
 use spear::harness::audit::display::escape_controls;
@@ -150,13 +150,14 @@ pub fn run(args: RulesArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCo
             print_explanation(&mut out, &a, mode, &e)?;
         }
         RulesCommand::Trust => {
-            let bytes = std::fs::read(&files.project).with_context(|| {
-                format!(
+            // What is shown is what is trusted: the same bytes, read once.
+            let (rules, bytes) = files::read_rules(&files.project, Origin::Project)?;
+            if bytes.is_empty() {
+                bail!(
                     "{} does not exist: there is nothing to trust",
                     files.project.display()
-                )
-            })?;
-            let (rules, _) = files::read_rules(&files.project, Origin::Project)?;
+                );
+            }
             let rec = TrustStore::open_in(&files.place.state).trust(
                 &files.place.root,
                 &files.project,

@@ -252,6 +252,9 @@ fn external_approver(cmd: &str, timeout: u64, root: &Path) -> anyhow::Result<Ext
         .context("--approver is empty: give the approver program's absolute path")?;
     let path = spear::tools::external::check(program, Some(root))
         .map_err(|why| anyhow::anyhow!("--approver: {why}"))?;
+    let args: Vec<String> = words.map(str::to_string).collect();
+    spear::tools::external::check_args(&args, root)
+        .map_err(|why| anyhow::anyhow!("--approver: {why}"))?;
     anyhow::ensure!(
         (1..=3600).contains(&timeout),
         "--approver-timeout must be between 1 and 3600 seconds"
@@ -259,9 +262,9 @@ fn external_approver(cmd: &str, timeout: u64, root: &Path) -> anyhow::Result<Ext
     Ok(ExternalApprover {
         program: spear::tools::external::Program {
             path,
-            args: words.map(str::to_string).collect(),
+            args,
             timeout: Duration::from_secs(timeout),
         },
-        cwd: root.to_path_buf(),
+        workspace: root.to_path_buf(),
     })
 }

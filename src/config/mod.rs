@@ -278,7 +278,14 @@ fn write_default(path: &Path) -> Result<(), ConfigError> {
 pub fn load_harness(path: &Path) -> Result<HarnessSettings, ConfigError> {
     let text = match fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HarnessSettings::default()),
+        // No config file: the defaults, but the person's rules beside where it would be still
+        // count (`spear rules add` writes them there).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(HarnessSettings {
+                rules_file: Some(path.with_file_name("rules.toml")),
+                ..HarnessSettings::default()
+            });
+        }
         Err(source) => {
             return Err(ConfigError::Read {
                 path: path.to_path_buf(),

@@ -114,8 +114,9 @@ impl<T: CallApprover + ?Sized> CallApprover for Arc<T> {
 /// (which authorization refuses before asking) is denied without being sent.
 pub struct ExternalApprover {
     pub program: crate::tools::external::Program,
-    /// Where the program runs (the workspace root).
-    pub cwd: std::path::PathBuf,
+    /// The workspace the requests are about (the program runs in `/`, and this is kept out
+    /// of its `PATH`).
+    pub workspace: std::path::PathBuf,
 }
 
 impl CallApprover for ExternalApprover {
@@ -128,7 +129,7 @@ impl CallApprover for ExternalApprover {
             Ok(i) => i,
             Err(e) => return deny(format!("could not be asked: {e}")),
         };
-        let out = match crate::tools::external::run(&self.program, &self.cwd, &input) {
+        let out = match crate::tools::external::run(&self.program, &self.workspace, &input) {
             Ok(out) => out,
             Err(e) => return deny(e.to_string()),
         };
@@ -232,6 +233,8 @@ pub(crate) struct Rules<'a> {
     pub book: &'a RuleBook,
     pub verdict: &'a Verdict,
     pub always: Vec<String>,
+    /// The class and capabilities of the part `always` names: what a kept rule covers.
+    pub always_ceiling: Option<Ceiling>,
     /// A `pre_tool` hook asked for the person: no allow rule or session grant answers then.
     pub hook_ask: Option<String>,
 }
@@ -355,10 +358,10 @@ impl Approver for CallAsk<'_> {
             }
             // Only a rule the request offered is kept: an answer cannot name a wider one.
             ApprovalDecision::Always { rule, scope } if asked.always.contains(rule) => {
-                let ceiling = Ceiling {
+                let ceiling = self.rules.always_ceiling.unwrap_or(Ceiling {
                     class: request.class,
                     capabilities: capabilities_for(request.class, request.network),
-                };
+                });
                 if let Err(why) = self.rules.book.keep(rule, ceiling, *scope) {
                     return self.answered(
                         ApprovalDecision::Cancel(format!(

@@ -3,7 +3,10 @@
 //! stdin and answers on stdout within a time limit; it is held by a pidfd and killed through it
 //! when the limit passes. Invariant: such a program is taken only from the person's own
 //! configuration or command line, only as an absolute path to an executable file that no
-//! sandbox can write (not in the workspace, not writable by other users), checked at load.
+//! sandbox can write (not in the workspace; owned by the person or root, and neither it nor
+//! its directory writable by others), with no argument naming a path in the workspace, checked
+//! at load. It runs in `/`, never in the workspace, with the workspace's and relative
+//! entries taken out of `PATH`, so nothing the workspace holds is run or imported through it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,15 +65,24 @@ pub fn check(path: &str, workspace: Option<&Path>) -> Result<PathBuf, String> {
             ));
         }
     }
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(&real).map_err(|e| format!("`{path}`: {e}"))?;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
         return Err(format!("`{path}` is not an executable file"));
     }
-    let dir_mode = real
+    let dir = real
         .parent()
         .and_then(|d| std::fs::metadata(d).ok())
-        .map(|m| m.permissions().mode())
-        .unwrap_or(0);
+        .ok_or_else(|| format!("`{path}`: its directory cannot be read"))?;
+    let me = rustix::process::geteuid().as_raw();
+    let owned = |uid: u32| uid == me || uid == 0;
+    if !owned(meta.uid()) || !owned(dir.uid()) {
+        return Err(format!(
+            "`{path}` or its directory belongs to another user, who could change it: keep it \
+             where only you (or root) can"
+        ));
+    }
+    let dir_mode = dir.permissions().mode();
     // A sticky directory (/tmp) still lets others replace nothing of ours, but a program there
     // could be swapped before it was first created: refused too.
     if meta.permissions().mode() & 0o022 != 0 || dir_mode & 0o022 != 0 {
@@ -82,11 +94,56 @@ pub fn check(path: &str, workspace: Option<&Path>) -> Result<PathBuf, String> {
     Ok(real)
 }
 
-/// Run `program` in `cwd` with `input` on stdin; its standard output when it exits 0.
-pub fn run(program: &Program, cwd: &Path, input: &[u8]) -> Result<Vec<u8>, ProgramError> {
+/// Check a program's arguments: none may name a path in `workspace` (an interpreter given a
+/// script there would run what a command can rewrite). A relative one is read from `/`, where
+/// the program runs.
+pub fn check_args(args: &[String], workspace: &Path) -> Result<(), String> {
+    let ws = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    for a in args {
+        let value = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+        if !value.contains('/') {
+            continue;
+        }
+        let p = Path::new("/").join(value);
+        // Judged where it lands: its nearest existing ancestor resolved, the rest as written
+        // (a file a command could create later names the same place).
+        let real = p
+            .ancestors()
+            .find_map(|a| {
+                let base = a.canonicalize().ok()?;
+                Some(base.join(p.strip_prefix(a).ok()?))
+            })
+            .unwrap_or_else(|| p.clone());
+        if real.starts_with(&ws) || Path::new(value).starts_with(&ws) {
+            return Err(format!(
+                "the argument `{a}` names a path in the workspace ({}), which a command could \
+                 rewrite",
+                ws.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Run `program` in `/` with `input` on stdin, `PATH` without `workspace`'s or relative
+/// entries; its standard output when it exits 0.
+pub fn run(program: &Program, workspace: &Path, input: &[u8]) -> Result<Vec<u8>, ProgramError> {
     let stdin = memfd_with(input).map_err(|e| ProgramError::Start(e.to_string()))?;
     let mut command = Command::new(&program.path);
-    command.args(&program.args).current_dir(cwd);
+    command.args(&program.args).current_dir("/");
+    if let Some(path) = std::env::var_os("PATH") {
+        let ws = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.to_path_buf());
+        let kept: Vec<std::path::PathBuf> = std::env::split_paths(&path)
+            .filter(|p| p.is_absolute() && !p.starts_with(&ws))
+            .collect();
+        if let Ok(joined) = std::env::join_paths(kept) {
+            command.env("PATH", joined);
+        }
+    }
     let timeout = program.timeout;
     on_own_runtime(move |rt| rt.block_on(supervise(command, stdin, timeout)))
         .map_err(ProgramError::Start)?
@@ -248,5 +305,20 @@ mod tests {
                 .unwrap_err()
                 .contains("other users")
         );
+        std::fs::set_permissions(&ok, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Owned by another user: that user could change it. (Only root can hand a file over.)
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&ok, Some(65534), None).unwrap();
+            let e = check(ok.to_str().unwrap(), None).unwrap_err();
+            assert!(e.contains("another user"), "{e}");
+        }
+        // Arguments naming the workspace, directly or through a link, are refused.
+        assert!(check_args(&["--strict".into(), "/usr/share/x".into()], &ws).is_ok());
+        let named = ws.join("guard.py").display().to_string();
+        assert!(check_args(std::slice::from_ref(&named), &ws).is_err());
+        assert!(check_args(&[format!("--script={named}")], &ws).is_err());
+        let to_ws = d.path().join("to-ws");
+        std::os::unix::fs::symlink(&ws, &to_ws).unwrap();
+        assert!(check_args(&[format!("{}/x", to_ws.display())], &ws).is_err());
     }
 }

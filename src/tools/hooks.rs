@@ -66,17 +66,18 @@ impl Hooks {
     pub fn check_for(&self, workspace: &Path) -> Result<(), String> {
         for h in self.pre_tool.iter().chain(&self.post_tool) {
             external::check(&h.program.path.to_string_lossy(), Some(workspace))?;
+            external::check_args(&h.program.args, workspace)?;
         }
         Ok(())
     }
 
     /// Run the `pre_tool` hooks for `call` in order; the first deny ends it.
-    pub fn pre_tool(&self, cwd: &Path, call: &PreTool<'_>) -> (PreAnswer, Vec<HookRun>) {
+    pub fn pre_tool(&self, workspace: &Path, call: &PreTool<'_>) -> (PreAnswer, Vec<HookRun>) {
         let mut answer = PreAnswer::Proceed;
         let mut runs = Vec::new();
         let input = serde_json::to_vec(call).unwrap_or_default();
         for h in self.pre_tool.iter().filter(|h| h.covers(call.tool)) {
-            let said = read_answer(external::run(&h.program, cwd, &input));
+            let said = read_answer(external::run(&h.program, workspace, &input));
             runs.push(HookRun {
                 event: "pre_tool".into(),
                 program: h.program.path.display().to_string(),
@@ -97,7 +98,7 @@ impl Hooks {
 
     /// Run the `post_tool` hooks with the call's result; they observe, so only whether each
     /// ran is recorded.
-    pub fn post_tool(&self, cwd: &Path, tool: &str, result: &Value) -> Vec<HookRun> {
+    pub fn post_tool(&self, workspace: &Path, tool: &str, result: &Value) -> Vec<HookRun> {
         let input = serde_json::to_vec(result).unwrap_or_default();
         self.post_tool
             .iter()
@@ -105,7 +106,7 @@ impl Hooks {
             .map(|h| HookRun {
                 event: "post_tool".into(),
                 program: h.program.path.display().to_string(),
-                answer: match external::run(&h.program, cwd, &input) {
+                answer: match external::run(&h.program, workspace, &input) {
                     Ok(_) => "observed".into(),
                     Err(e) => format!("failed: {e}"),
                 },

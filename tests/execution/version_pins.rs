@@ -15,13 +15,17 @@ async fn the_sandbox_pins_every_version_manager() {
     let r = runner(&ws);
     let res = run(&r, read_only(), "env").await;
     assert_eq!(res.status, ToolStatus::Ok, "{res:?}");
+    let asdf = format!(
+        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME={}proc/self/spear-no-tool-versions",
+        "../".repeat(64)
+    );
     for line in [
         "RUSTUP_TOOLCHAIN=stable",
         "RUSTUP_AUTO_INSTALL=0",
         "PYENV_VERSION=system",
         "RBENV_VERSION=system",
         "NODENV_VERSION=system",
-        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME=.spear/no-tool-versions",
+        asdf.as_str(),
         "MISE_PARANOID=1",
     ] {
         assert!(

@@ -264,3 +264,67 @@ fn post_tool_hooks_observe_the_result_and_are_recorded() {
     assert_eq!(last.hooks[0].event, "post_tool");
     assert_eq!(last.hooks[0].answer, "observed");
 }
+
+#[test]
+fn a_hook_that_asks_about_a_read_is_heard_too() {
+    let fx = Fixture::new();
+    fx.write("notes.txt", "n\n");
+    let ask = script(&fx, "ask", r#"echo '{"decision":"ask"}'"#);
+    let h = hooked(
+        fx,
+        Hooks {
+            pre_tool: vec![hook(ask, 5)],
+            ..Hooks::default()
+        },
+    );
+    let asks = Arc::new(Asks::default());
+    let view = ToolExposurePolicy::view(h.router.registry(), &ExposureSettings::default());
+    let mut t = Turn::new(ExecutionMode::Auto, view, asks.clone());
+    let env = call(&h.router, &mut t, "read_file", json!({"path": "notes.txt"}));
+    assert_eq!(asks.0.lock().unwrap().len(), 1, "{env:?}");
+    assert_eq!(env.decided_by, Some(DecidedBy::Person));
+}
+
+#[test]
+fn hooks_run_outside_the_workspace_with_no_argument_in_it() {
+    let fx = Fixture::new();
+    // It runs in `/`, so a relative script is not the workspace's.
+    let pwd = script(&fx, "pwd", "pwd >&2; exit 1");
+    let seen = fx.base.join("cwd.txt");
+    let records = script(&fx, "records", &format!("pwd > {}", seen.display()));
+    let h = hooked(
+        fx,
+        Hooks {
+            post_tool: vec![hook(records, 5)],
+            pre_tool: Vec::new(),
+        },
+    );
+    run(&h, ExecutionMode::Auto, "git status");
+    assert_eq!(
+        std::fs::read_to_string(h.fx.base.join("cwd.txt"))
+            .unwrap()
+            .trim(),
+        "/"
+    );
+    let _ = pwd;
+    // An argument naming a path in the workspace is refused at load.
+    let mut inside = hook(script(&h.fx, "py", "true"), 5);
+    inside.program.args = vec![h.fx.project.join("guard.py").display().to_string()];
+    let hooks = Hooks {
+        pre_tool: vec![inside],
+        ..Hooks::default()
+    };
+    let e = hooks.check_for(&h.fx.project).unwrap_err();
+    assert!(e.contains("names a path in the workspace"), "{e}");
+}
+
+#[test]
+fn without_a_config_file_the_persons_rules_still_count() {
+    let fx = Fixture::new();
+    let cfg = fx.base.join("nowhere").join("config.toml");
+    let h = spear::config::load_harness(&cfg).unwrap();
+    assert_eq!(
+        h.rules_file,
+        Some(fx.base.join("nowhere").join("rules.toml"))
+    );
+}

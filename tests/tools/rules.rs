@@ -712,6 +712,27 @@ impl CallApprover for Always {
     }
 }
 
+fn always(
+    pick: Option<usize>,
+    forged: Option<&'static str>,
+    scope: spear::harness::command_policy::SaveScope,
+) -> Arc<Always> {
+    Arc::new(Always {
+        pick,
+        forged,
+        scope,
+        offered: Mutex::new(Vec::new()),
+    })
+}
+
+/// A router whose person has a rules file (still empty) for "always" to keep rules in.
+fn with_own_rules_file() -> (Ruled, PathBuf) {
+    let fx = Fixture::new();
+    let user = fx.base.join("rules.toml");
+    let b = rules::load(&fx.project, Some(&user), &fx.state).unwrap();
+    (with_book(fx, b), user)
+}
+
 fn answering(r: &Ruled, approver: Arc<Always>, line: &str) -> ToolResultEnvelope {
     let view = ToolExposurePolicy::view(r.router.registry(), &ExposureSettings::default());
     let mut t = Turn::new(ExecutionMode::Ask, view, approver);
@@ -721,18 +742,10 @@ fn answering(r: &Ruled, approver: Arc<Always>, line: &str) -> ToolResultEnvelope
 #[test]
 fn always_keeps_the_narrowest_rule_offered_where_the_person_said() {
     use spear::harness::command_policy::SaveScope;
-    let fx = Fixture::new();
-    let user = fx.base.join("rules.toml");
-    let b = rules::load(&fx.project, Some(&user), &fx.state).unwrap();
-    let r = with_book(fx, b);
+    let (r, user) = with_own_rules_file();
     // Offered: exactly this, then one word fewer at a time; the other parts of the line are
     // the mode's (READ_ONLY), so the rule is for the one part that needs it.
-    let a = Arc::new(Always {
-        pick: Some(1),
-        forged: None,
-        scope: SaveScope::Workspace,
-        offered: Mutex::new(Vec::new()),
-    });
+    let a = always(Some(1), None, SaveScope::Workspace);
     let env = answering(&r, a.clone(), "cargo test -p spear --lib 2>&1 | tail -n 5");
     assert_eq!(env.status, ToolStatus::Ok);
     assert_eq!(
@@ -765,12 +778,7 @@ fn always_keeps_the_narrowest_rule_offered_where_the_person_said() {
         Outcome::Asked
     );
     // A session rule: `s` in the dialog.
-    let s = Arc::new(Always {
-        pick: Some(0),
-        forged: None,
-        scope: SaveScope::Session,
-        offered: Mutex::new(Vec::new()),
-    });
+    let s = always(Some(0), None, SaveScope::Session);
     answering(&r, s, "cargo build --release");
     assert_eq!(
         command(&r, ExecutionMode::Ask, "cargo build --release"),
@@ -786,12 +794,7 @@ fn always_keeps_the_narrowest_rule_offered_where_the_person_said() {
             .contains("cargo build")
     );
     // An answer naming a rule the question did not offer keeps nothing and runs nothing.
-    let f = Arc::new(Always {
-        pick: None,
-        forged: Some("rm *"),
-        scope: SaveScope::Global,
-        offered: Mutex::new(Vec::new()),
-    });
+    let f = always(None, Some("rm *"), SaveScope::Global);
     let env = answering(&r, f, "rm -rf target");
     assert_eq!(env.status, ToolStatus::Cancelled, "{env:?}");
     assert!(!std::fs::read_to_string(&user).unwrap().contains("\"rm"));
@@ -800,12 +803,152 @@ fn always_keeps_the_narrowest_rule_offered_where_the_person_said() {
         Outcome::Asked
     );
     // A line no single rule can name offers none.
-    let n = Arc::new(Always {
-        pick: None,
-        forged: None,
-        scope: SaveScope::Session,
-        offered: Mutex::new(Vec::new()),
-    });
+    let n = always(None, None, SaveScope::Session);
     answering(&r, n.clone(), "cargo fmt; cargo clippy");
     assert!(n.offered.lock().unwrap()[0].is_empty());
+}
+
+// Review findings (issue 22): each was a way around a rule.
+
+#[test]
+fn a_file_rule_is_judged_on_the_path_the_write_reaches() {
+    let deny_env = r#"
+[[rule]]
+action = "deny"
+tool = "write_file"
+path = ".env"
+global = true
+"#;
+    let r = ruled(&format!("{USER}{deny_env}"));
+    r.fx.write("src/a.rs", "a\n");
+    let w = |mode, path: &str| {
+        decide(
+            &r,
+            mode,
+            false,
+            "write_file",
+            json!({"path": path, "content": "x\n"}),
+        )
+        .0
+    };
+    // `allow write_file src/**` does not reach out of src/ through `..`.
+    assert_eq!(w(ExecutionMode::Ask, "src/../Makefile"), Outcome::Asked);
+    assert_eq!(w(ExecutionMode::Ask, "src/./a.rs"), Outcome::Ran);
+    // A deny holds however the path is spelled.
+    let abs = r.fx.project.join(".env").display().to_string();
+    for spelled in [".env", "src/../.env", ".//.env", abs.as_str()] {
+        assert_eq!(
+            w(ExecutionMode::Auto, spelled),
+            Outcome::DeniedByRule,
+            "{spelled}"
+        );
+    }
+    assert!(!r.fx.project.join(".env").exists());
+}
+
+#[test]
+fn a_deny_holds_through_escapes_aliases_and_unknown_names() {
+    let r = ruled(USER);
+    for line in [
+        "g\\it push origin",
+        "git pu\\sh origin",
+        "git -c alias.p=push p origin",
+        "$GIT push origin",
+        "/usr/bin/git push origin",
+    ] {
+        assert_eq!(
+            command(&r, ExecutionMode::Auto, line),
+            Outcome::DeniedByRule,
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn no_allow_speaks_for_a_command_that_runs_what_a_pipe_feeds_it() {
+    let allow_sh = r#"
+[[rule]]
+action = "allow"
+command = "sh"
+class = "SHELL_COMPLEX"
+capabilities = ["workspace_read", "workspace_write", "shell_complex"]
+global = true
+"#;
+    let r = ruled(allow_sh);
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cat a.txt | sh"),
+        Outcome::Asked
+    );
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "base64 -d blob | sh"),
+        Outcome::Asked
+    );
+    // Offered nothing to keep for it either.
+    let a = always(
+        None,
+        None,
+        spear::harness::command_policy::SaveScope::Session,
+    );
+    answering(&r, a.clone(), "echo ok | sh");
+    assert!(a.offered.lock().unwrap()[0].is_empty());
+}
+
+#[test]
+fn a_kept_rule_records_its_own_parts_class_not_the_whole_lines() {
+    use spear::harness::command_policy::SaveScope;
+    let (r, user) = with_own_rules_file();
+    let a = always(Some(0), None, SaveScope::Workspace);
+    // The line is SHELL_COMPLEX (a `cd` out of the workspace); the part that needs the rule is
+    // WORKSPACE_MUTATING on its own.
+    answering(&r, a.clone(), "cd .. && touch made.txt");
+    assert_eq!(a.offered.lock().unwrap()[0], vec!["touch made.txt"]);
+    let text = std::fs::read_to_string(&user).unwrap();
+    assert!(text.contains("class = \"WORKSPACE_MUTATING\""), "{text}");
+    // So the same line is asked again: its whole is wider than the rule.
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "cd .. && touch made.txt"),
+        Outcome::Asked
+    );
+    assert_eq!(
+        command(&r, ExecutionMode::Ask, "touch made.txt"),
+        Outcome::Ran
+    );
+}
+
+#[test]
+fn a_project_rules_file_that_is_a_link_or_not_a_file_is_refused_not_followed() {
+    let fx = Fixture::new();
+    std::fs::create_dir_all(fx.project.join(".spear")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", fx.project.join(".spear/rules.toml")).unwrap();
+    let e = rules::load(&fx.project, None, &fx.state)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("link"), "{e}");
+    std::fs::remove_file(fx.project.join(".spear/rules.toml")).unwrap();
+    let elsewhere = fx.base.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("rules.toml"), PROJECT).unwrap();
+    std::fs::remove_dir(fx.project.join(".spear")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, fx.project.join(".spear")).unwrap();
+    let e = rules::load(&fx.project, None, &fx.state)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("real `.spear` directory"), "{e}");
+    // The person's own file may be a link (dotfile managers make them).
+    let fx = Fixture::new();
+    let real = fx.base.join("real-rules.toml");
+    std::fs::write(
+        &real,
+        "[[rule]]\naction = \"deny\"\ncommand = \"git push *\"\nglobal = true\n",
+    )
+    .unwrap();
+    let link = fx.base.join("rules.toml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(
+        rules::load(&fx.project, Some(&link), &fx.state)
+            .unwrap()
+            .rules()
+            .len(),
+        1
+    );
 }

@@ -19,8 +19,14 @@ use crate::harness::shell::segments::segments;
 pub enum Asked<'a> {
     /// A shell command, as the classifier assessed it.
     Command(&'a CommandAssessment),
-    /// A file tool's call and the workspace paths it writes.
-    Files { tool: &'a str, paths: &'a [String] },
+    /// A file tool's call and the paths it writes: as the model wrote them, and
+    /// workspace-relative as the gates resolved them (links, `.` and `..` followed). An allow
+    /// is judged on the resolved paths only; a deny or ask on either.
+    Files {
+        tool: &'a str,
+        written: &'a [String],
+        resolved: &'a [String],
+    },
 }
 
 /// What the rules say about one call.
@@ -70,8 +76,11 @@ pub struct Part {
     /// grants it alone.
     pub allowance: Option<Ceiling>,
     /// The narrowest rule that would name this part: its words exactly, and the files its
-    /// redirections open.
+    /// redirections open. None where no allow may name it (a command that runs what a pipe
+    /// feeds it).
     pub exact: Option<CommandPattern>,
+    /// The part's own class and capabilities: the ceiling a rule kept for it records.
+    pub own: Ceiling,
 }
 
 /// Everything `spear rules explain` prints.
@@ -254,7 +263,11 @@ impl RuleBook {
             .collect();
         match asked {
             Asked::Command(a) => explain_command(&rules, mode, a, classify),
-            Asked::Files { tool, paths } => explain_files(&rules, tool, paths),
+            Asked::Files {
+                tool,
+                written,
+                resolved,
+            } => explain_files(&rules, tool, written, resolved),
         }
     }
 }
@@ -291,14 +304,36 @@ fn granted_alone(mode: ExecutionMode, a: &CommandAssessment) -> bool {
             .all(|c| policy.grant(c) == Grant::Granted)
 }
 
-/// The words of a line as a crude list (quotes dropped, shell punctuation a break): only ever
-/// used to find where a deny or ask rule might apply, so a crude reading can only add a
-/// question.
-fn crude_words(line: &str) -> Vec<String> {
-    line.split(|c: char| c.is_whitespace() || ";|&()<>`$\"'{}".contains(c))
+/// The word lists a deny or ask rule is looked for in: the line as a crude list (quotes and
+/// backslashes dropped; blanks, shell punctuation and `=` a break, so `git -c alias.p=push p`
+/// holds `push`), and every simple command the parse found, nested ones included, its name as
+/// its last path part and its words as bash reads them (`g\it` is `git`). Only ever used to
+/// find where a deny or ask might apply, so a crude reading can only add a question.
+fn candidate_words(line: &str) -> Vec<Vec<String>> {
+    let crude: Vec<String> = line
+        .split(|c: char| c.is_whitespace() || ";|&()<>`$\"'{}=".contains(c))
+        .map(|w| w.replace('\\', ""))
         .filter(|w| !w.is_empty())
-        .map(|w| w.trim_start_matches('\\').to_string())
-        .collect()
+        .collect();
+    let facts = crate::harness::shell::parse(line);
+    let mut lists = vec![crude];
+    for c in &facts.commands {
+        let name = c.name.value.rsplit('/').next().unwrap_or("").to_string();
+        lists.push(
+            std::iter::once(name)
+                .chain(c.args.iter().map(|w| w.value.clone()))
+                .collect(),
+        );
+    }
+    lists
+}
+
+/// A command whose name is known only at run time (`$x push`): what it runs is unknown.
+fn names_unknown(line: &str) -> bool {
+    crate::harness::shell::parse(line)
+        .commands
+        .iter()
+        .any(|c| !c.name.is_static() || c.name.expands)
 }
 
 /// Whether `needle` stands in `hay` in order, with anything between (`git -C . push` holds
@@ -328,8 +363,15 @@ fn explain_command(
                     .iter()
                     .filter(|r| matches!(&r.subject, Subject::Command(p) if p.matches(&seg)))
                     .collect();
-                let strongest = matching.iter().map(|r| r.action).max();
                 let own = classify(&seg.text);
+                // A command that runs what a pipe feeds it (`… | sh`, `… | xargs rm`) runs code
+                // the rule never saw: no allow speaks for it.
+                let feeds_code = seg.piped_in && own.class >= CommandClass::ShellComplex;
+                let matching: Vec<&Rule> = matching
+                    .into_iter()
+                    .filter(|r| !(feeds_code && r.action == RuleAction::Allow))
+                    .collect();
+                let strongest = matching.iter().map(|r| r.action).max();
                 let decision = match strongest {
                     Some(action @ (RuleAction::Deny | RuleAction::Ask)) => {
                         let r = matching.iter().find(|r| r.action == action).copied();
@@ -404,16 +446,22 @@ fn explain_command(
                     class: own.class,
                     decision,
                     allowance,
-                    exact: Some(exact),
+                    exact: (!feeds_code).then_some(exact),
+                    own: Ceiling {
+                        class: own.class,
+                        capabilities: required_capabilities(&own),
+                    },
                 });
             }
         }
     }
     // A deny or ask rule whose words stand in the line but matched no segment exactly (behind
     // a wrapper, in a subshell, with an assignment): the line is asked about, never allowed.
-    let words = crude_words(&a.command);
+    let lists = candidate_words(&a.command);
+    let unknown_names = names_unknown(&a.command);
     let unmatched = |r: &&Rule| {
-        matches!(&r.subject, Subject::Command(p) if stands_in(&words, &p.words))
+        matches!(&r.subject, Subject::Command(p)
+            if unknown_names || lists.iter().any(|words| stands_in(words, &p.words)))
             && !parts.iter().any(
                 |p| matches!(&p.decision, PartDecision::Rule { rule, .. } if *rule == r.reference()),
             )
@@ -504,17 +552,26 @@ fn verdict_of(parts: &[Part], maybe: Option<&Rule>) -> Verdict {
     }
 }
 
-fn explain_files(rules: &[Rule], tool: &str, paths: &[String]) -> Explanation {
-    let text = format!("{tool} {}", paths.join(" ")).trim_end().to_string();
+fn explain_files(
+    rules: &[Rule],
+    tool: &str,
+    written: &[String],
+    resolved: &[String],
+) -> Explanation {
+    let text = format!("{tool} {}", written.join(" "))
+        .trim_end()
+        .to_string();
+    // An allow: every resolved path matches (and the gates resolved each one). A deny or ask:
+    // any path matches, as written or as resolved.
     let on = |r: &Rule, all: bool| match &r.subject {
         Subject::Files {
             tool: t, matcher, ..
-        } if t == tool && !paths.is_empty() => {
+        } if t == tool && !resolved.is_empty() => {
             let hit = |p: &String| matcher.is_match(relative(p));
             if all {
-                paths.iter().all(hit)
+                resolved.len() == written.len() && resolved.iter().all(hit)
             } else {
-                paths.iter().any(hit)
+                resolved.iter().chain(written).any(hit)
             }
         }
         _ => false,
@@ -550,6 +607,7 @@ fn explain_files(rules: &[Rule], tool: &str, paths: &[String]) -> Explanation {
         decision,
         allowance: Some(FILE_WRITE),
         exact: None,
+        own: FILE_WRITE,
     }];
     let verdict = verdict_of(&parts, None);
     Explanation {
@@ -574,11 +632,8 @@ fn caps(set: CapabilitySet) -> String {
 }
 
 impl Explanation {
-    /// The allows the dialog offers as "always", narrowest first: when exactly one part of the
-    /// line needs a rule, its exact words, then one word fewer at a time with `*` for further
-    /// arguments, down to the program and one word (`cargo test -p spear`, `cargo test -p *`,
-    /// `cargo test *`). None when the line has no parts, or more than one needs a rule.
-    pub fn always_choices(&self) -> Vec<String> {
+    /// The one part of the line that needs a rule, when exactly one does.
+    fn needing_one(&self) -> Option<&Part> {
         let needing: Vec<&Part> = self
             .parts
             .iter()
@@ -589,7 +644,24 @@ impl Explanation {
                 )
             })
             .collect();
-        let [part] = needing.as_slice() else {
+        match needing.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The ceiling a rule kept from `always_choices` records: that part's own class and
+    /// capabilities, not the whole line's.
+    pub fn always_ceiling(&self) -> Option<Ceiling> {
+        self.needing_one().map(|p| p.own)
+    }
+
+    /// The allows the dialog offers as "always", narrowest first: when exactly one part of the
+    /// line needs a rule, its exact words, then one word fewer at a time with `*` for further
+    /// arguments, down to the program and one word (`cargo test -p spear`, `cargo test -p *`,
+    /// `cargo test *`). None when the line has no parts, or more than one needs a rule.
+    pub fn always_choices(&self) -> Vec<String> {
+        let Some(part) = self.needing_one() else {
             return Vec::new();
         };
         let Some(exact) = &part.exact else {

@@ -193,18 +193,79 @@ pub fn project_rules_path(root: &Path) -> PathBuf {
     root.join(".spear").join("rules.toml")
 }
 
-/// The entries of a rules file (none when it does not exist), with its bytes.
-pub fn read_raw(path: &Path) -> Result<(Vec<RawRule>, Vec<u8>), RulesError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), Vec::new())),
-        Err(source) => {
-            return Err(RulesError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
+/// A rules file is small: a larger one is refused, not read.
+const MAX_RULES_BYTES: u64 = 1 << 20;
+
+/// The bytes of a rules file (empty when it does not exist). A project's (`follow_links`
+/// false) must be a regular file reached through no link, its `.spear` directory included: a
+/// repository's link to `/dev/zero` or to another file is refused, not followed.
+fn read_bytes(path: &Path, follow_links: bool) -> Result<Vec<u8>, RulesError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = |message: &str| RulesError::Parse {
+        path: path.to_path_buf(),
+        message: message.to_string(),
     };
+    let read_err = |source| RulesError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !follow_links
+        && let Some(dir) = path.parent()
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir())
+    {
+        return Err(refuse(
+            "its directory is a link or not a directory; a project's rules live in a real \
+             `.spear` directory",
+        ));
+    }
+    let meta = if follow_links {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    let meta = match meta {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(read_err(source)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "it is a link; a project's rules file must be a regular file",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file"));
+    }
+    if meta.len() > MAX_RULES_BYTES {
+        return Err(refuse("it is larger than 1 MiB"));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    if !follow_links {
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let mut bytes = Vec::new();
+    options
+        .open(path)
+        .and_then(|f| f.take(MAX_RULES_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_RULES_BYTES {
+        return Err(refuse("it is larger than 1 MiB"));
+    }
+    Ok(bytes)
+}
+
+/// The entries of the person's rules file (none when it does not exist), with its bytes.
+pub fn read_raw(path: &Path) -> Result<(Vec<RawRule>, Vec<u8>), RulesError> {
+    read_raw_as(path, true)
+}
+
+fn read_raw_as(path: &Path, follow_links: bool) -> Result<(Vec<RawRule>, Vec<u8>), RulesError> {
+    let bytes = read_bytes(path, follow_links)?;
+    if bytes.is_empty() {
+        return Ok((Vec::new(), bytes));
+    }
     let text = std::str::from_utf8(&bytes).map_err(|_| RulesError::Parse {
         path: path.to_path_buf(),
         message: "it is not UTF-8 text".into(),
@@ -216,9 +277,10 @@ pub fn read_raw(path: &Path) -> Result<(Vec<RawRule>, Vec<u8>), RulesError> {
     Ok((shape.rules, bytes))
 }
 
-/// The rules of a file, each checked, read as coming from `origin`.
+/// The rules of a file, each checked, read as coming from `origin` (a project's file only as a
+/// regular file reached through no link), with the bytes they were read from.
 pub fn read_rules(path: &Path, origin: Origin) -> Result<(Vec<Rule>, Vec<u8>), RulesError> {
-    let (raw, bytes) = read_raw(path)?;
+    let (raw, bytes) = read_raw_as(path, origin != Origin::Project)?;
     let rules = raw
         .iter()
         .enumerate()

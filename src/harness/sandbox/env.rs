@@ -46,17 +46,25 @@ const VERSION_PINS: &[(&str, &str)] = &[
     ("GOENV_VERSION", "system"),
     ("PLENV_VERSION", "system"),
     ("JENV_VERSION", "system"),
-    // asdf joins this name to each directory it searches; the model's tools may not create
-    // `.spear/` (protected configuration), so no `.tool-versions` (`path:`, `ref:` versions)
-    // is read from the workspace.
-    (
-        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME",
-        ".spear/no-tool-versions",
-    ),
+    // asdf joins this name to each directory it searches: climbing past `/` from any of them,
+    // it names a file under /proc/self, which nobody can create (a repository could ship any
+    // name of its own, `.spear/…` included), so no `.tool-versions` (`path:`, `ref:`
+    // versions) is read from the workspace.
+    ("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME", ASDF_NOWHERE),
     // mise reads workspace config (`.tool-versions` included) only once trusted, and trust
     // lives in the sandbox's empty home.
     ("MISE_PARANOID", "1"),
 ];
+
+/// 64 levels up from any directory (deeper than any path the sandbox holds), then a name
+/// in /proc/self, where no file can be created.
+const ASDF_NOWHERE: &str = concat!(
+    "../../../../../../../../../../../../../../../../",
+    "../../../../../../../../../../../../../../../../",
+    "../../../../../../../../../../../../../../../../",
+    "../../../../../../../../../../../../../../../../",
+    "proc/self/spear-no-tool-versions"
+);
 
 /// The default `PATH` inside the sandbox: the system directories that are always bound.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -180,9 +188,13 @@ mod tests {
         let value_of = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(value_of("RUSTUP_TOOLCHAIN"), Some("stable"));
         assert_eq!(value_of("PYENV_VERSION"), Some("system"));
-        // asdf's file name lies under protected configuration, which no tool may create.
+        // asdf's file name climbs past `/` from any directory into /proc/self.
         let asdf = value_of("ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or_default();
-        assert!(asdf.starts_with(".spear/"), "{asdf}");
+        assert!(
+            asdf.ends_with("/proc/self/spear-no-tool-versions"),
+            "{asdf}"
+        );
+        assert_eq!(asdf.matches("../").count(), 64);
     }
 
     #[test]

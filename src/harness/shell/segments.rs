@@ -20,6 +20,8 @@ pub struct Segment {
     /// The words as written (a bare `*` is the rule grammar's "further arguments").
     pub raw: Vec<String>,
     pub redirects: Vec<SegmentRedirect>,
+    /// It reads the output of the command before it in a pipeline.
+    pub piped_in: bool,
 }
 
 /// A redirection of a segment.
@@ -122,6 +124,7 @@ impl Flat<'_> {
 
     fn pipeline(&mut self, n: Node) -> Result<(), String> {
         let mut cursor = n.walk();
+        let first = self.out.len();
         for c in n.children(&mut cursor) {
             match c.kind() {
                 "|" | "|&" => {}
@@ -129,6 +132,9 @@ impl Flat<'_> {
                 "redirected_statement" => self.redirected(c)?,
                 k => return Err(describe(k)),
             }
+        }
+        for s in self.out.iter_mut().skip(first + 1) {
+            s.piped_in = true;
         }
         Ok(())
     }
@@ -187,6 +193,7 @@ impl Flat<'_> {
             words,
             raw,
             redirects,
+            piped_in: false,
         });
         Ok(())
     }

@@ -80,6 +80,8 @@ struct Trace<'a> {
     hooks: Vec<HookRun>,
     /// A `pre_tool` hook asked that the person be asked, saying why.
     hook_ask: Option<String>,
+    /// The workspace-relative paths a file tool writes, as the gates resolved them.
+    resolved_writes: Vec<String>,
 }
 
 impl ToolRouter {
@@ -178,6 +180,7 @@ impl ToolRouter {
             rule: None,
             hooks: Vec::new(),
             hook_ask: None,
+            resolved_writes: Vec::new(),
         };
         match self.run_gated(turn, &mut trace) {
             Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
@@ -251,6 +254,13 @@ impl ToolRouter {
             gate_command_writes(host, a)?;
         }
         trace.steps.push(Step::TargetPolicy);
+        trace.resolved_writes = plan
+            .targets
+            .iter()
+            .zip(&paths)
+            .filter(|(t, _)| matches!(t.access, TargetAccess::Write(_)))
+            .map(|(_, p)| p.relative().display().to_string())
+            .collect();
         let writes: Vec<&str> = plan
             .targets
             .iter()
@@ -310,9 +320,19 @@ impl ToolRouter {
         self.pre_tool_hooks(turn, trace)?;
         // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
         // its plan forgot to name what it writes.
-        let assessment = plan.command.clone().or_else(|| {
-            (!writes.is_empty() || spec.mutates).then(|| write_assessment(&spec.name, &writes))
-        });
+        let assessment = plan
+            .command
+            .clone()
+            .or_else(|| {
+                (!writes.is_empty() || spec.mutates).then(|| write_assessment(&spec.name, &writes))
+            })
+            // A read the mode would let pass unasked is asked when a pre_tool hook said so.
+            .or_else(|| {
+                trace
+                    .hook_ask
+                    .is_some()
+                    .then(|| read_assessment(&spec.name, trace.target.as_deref()))
+            });
         let (profile, decision) = match assessment {
             None => {
                 trace.decided_by = Some(DecidedBy::Mode);
@@ -384,7 +404,8 @@ impl ToolRouter {
         } else {
             Asked::Files {
                 tool: &trace.tool.spec.name,
-                paths: &a.writes,
+                written: &a.writes,
+                resolved: &trace.resolved_writes,
             }
         };
         let explained = self.host.rule_explain(turn.mode, asked);
@@ -393,6 +414,7 @@ impl ToolRouter {
             book: self.host.rules(),
             verdict: &verdict,
             always: explained.always_choices(),
+            always_ceiling: explained.always_ceiling(),
             hook_ask: trace.hook_ask.clone(),
         };
         let recording = CallAsk::new(
@@ -685,6 +707,21 @@ impl ToolRouter {
 
 /// A file tool's write, as the command policy sees it: WORKSPACE_MUTATING, so the same
 /// authorization applies (SAFE refuses, ASK asks, AUTO allows).
+/// A call that writes nothing, as authorization sees it when a hook asked about it.
+fn read_assessment(tool: &str, target: Option<&str>) -> CommandAssessment {
+    CommandAssessment {
+        command: format!("{tool} {}", target.unwrap_or_default())
+            .trim_end()
+            .to_string(),
+        class: CommandClass::ReadOnly,
+        executables: Vec::new(),
+        writes: Vec::new(),
+        network: false,
+        reasons: vec![format!("{tool} only reads")],
+        literal_argv: None,
+    }
+}
+
 fn write_assessment(tool: &str, writes: &[&str]) -> CommandAssessment {
     let mut reasons: Vec<String> = writes
         .iter()
