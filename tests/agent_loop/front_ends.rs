@@ -54,7 +54,8 @@ const ROWS: &[Row] = &[
         command: "rm -rf /",
         decision: "denied",
         class: "DANGEROUS",
-        decided_by: Some("mode"),
+        // Refused by its class, in every mode (issue 22: the record names who decided).
+        decided_by: Some("class"),
     },
 ];
 
