@@ -237,19 +237,8 @@ impl RuleBook {
         Ok(r)
     }
 
-    /// What the rules say about `asked` in `mode`.
-    /// `classify` assesses a part on its own (a segment, or a rule's own command for its
-    /// default ceiling).
-    pub fn decide(
-        &self,
-        mode: ExecutionMode,
-        asked: Asked<'_>,
-        classify: &dyn Fn(&str) -> CommandAssessment,
-    ) -> Verdict {
-        self.explain(mode, asked, classify).verdict
-    }
-
-    /// How every part of `asked` is decided, and the verdict.
+    /// How every part of `asked` is decided in `mode`, and the verdict. `classify` assesses a
+    /// part on its own (a segment, or a rule's own command for its default ceiling).
     pub fn explain(
         &self,
         mode: ExecutionMode,

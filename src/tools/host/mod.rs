@@ -20,7 +20,7 @@ use crate::harness::command_policy::{
     Approver, AuthorizationResult, CommandAssessment, CommandPolicy, ExecutionProfile,
 };
 use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus, WorkspaceChanges};
-use crate::harness::rules::{Asked, Explanation, RuleBook, Verdict};
+use crate::harness::rules::{Asked, Explanation, RuleBook};
 use crate::harness::target_policy::{TargetPolicy, TargetRefusal, Writer};
 use crate::harness::workspace::{
     Access, FsError, PathRefusal, Workspace, WorkspacePath, WriteOutcome,
@@ -159,13 +159,8 @@ impl SpearHost {
         self.command_policy.classify(command)
     }
 
-    /// What the permission rules say about a call (a segment is classified on its own by the
-    /// host's command policy).
-    pub fn rule_verdict(&self, mode: ExecutionMode, asked: Asked<'_>) -> Verdict {
-        self.rule_explain(mode, asked).verdict
-    }
-
-    /// How the permission rules decide a call, part by part.
+    /// How the permission rules decide a call, part by part (a segment is classified on its
+    /// own by the host's command policy).
     pub fn rule_explain(&self, mode: ExecutionMode, asked: Asked<'_>) -> Explanation {
         self.config.rules.explain(mode, asked, &|text: &str| {
             self.command_policy.classify(text)
