@@ -18,5 +18,7 @@ mod corpus;
 mod differential;
 #[path = "classify/everyday.rs"]
 mod everyday;
+#[path = "classify/feeders.rs"]
+mod feeders;
 #[path = "classify/properties.rs"]
 mod properties;

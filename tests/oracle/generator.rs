@@ -162,6 +162,16 @@ const WRAPPERS: &[&str] = &[
     "find . -name '*.txt' -print0 | xargs -0 ",
 ];
 
+/// `find` running a generated command for each file (`X`): read-only exactly when `X` with
+/// any further path is (issue 22, item 7).
+const FIND_EXEC: &[&str] = &[
+    "find . -name '*.txt' -exec X {} +",
+    "find . -type f -exec X {} \\;",
+    "find src docs -execdir X {} +",
+    "find . -maxdepth 1 -exec X {} \\;",
+    "find . -name '*.md' -exec X {} \\; -print",
+];
+
 const OPERATORS: &[&str] = &[" && ", " || ", "; ", " | ", "\n", " |& "];
 
 const STRUCTURES: &[&str] = &[
@@ -290,6 +300,9 @@ impl Grammar {
             0..=2 if !self.corpus.is_empty() => r.pick(&self.corpus).clone(),
             _ => self.simple(r),
         };
+        if r.chance(8) {
+            s = r.pick::<&str>(FIND_EXEC).replace('X', &self.simple(r));
+        }
         if r.chance(25) {
             s = format!("{}{s}", r.pick(WRAPPERS));
         }

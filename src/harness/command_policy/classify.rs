@@ -147,6 +147,15 @@ impl Cx<'_> {
         self.a.raise(class, reason);
     }
 
+    /// What `judge` finds, judged on its own and not yet folded in: a wrapper that changes
+    /// nothing but how its command runs is read-only exactly when that command is.
+    pub fn apart(&mut self, judge: impl FnOnce(&mut Self)) -> CommandAssessment {
+        let fresh = CommandAssessment::new(&self.a.command);
+        let outer = std::mem::replace(&mut *self.a, fresh);
+        judge(self);
+        std::mem::replace(&mut *self.a, outer)
+    }
+
     /// Classify a nested script (`bash -c`, `eval`, a here-document fed to a shell) and fold it in.
     pub fn nested_script(&mut self, script: &str) {
         let inner = classify(self.config, script, self.depth + 1, self.budget);

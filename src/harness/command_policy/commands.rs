@@ -4,7 +4,7 @@
 //! is the default deny: a name nobody listed is SHELL_COMPLEX.
 
 use super::allowlist;
-use super::assessment::CommandClass::{Dangerous, ShellComplex, WorkspaceMutating};
+use super::assessment::CommandClass::{Dangerous, ReadOnly, ShellComplex, WorkspaceMutating};
 use super::classify::{Cx, WriteKind};
 use super::git::first_operand_after_globals;
 use super::options::{self, OptionSyntax};
@@ -51,6 +51,9 @@ impl Cx<'_> {
         match allowlist::lookup(key, args) {
             Some(Ok(network)) => self.a.network |= network,
             Some(Err(why)) => {
+                if key == "find" && self.find_running_readers(args) {
+                    return;
+                }
                 // A read-only program given an output file (`sort -o out`, `uniq in out`) is a
                 // writer of that file and nothing more, when the rest is read-only.
                 if let Some((targets, rest)) = output_file(key, args)
@@ -330,11 +333,76 @@ impl Cx<'_> {
         }
     }
 
+    /// `find … -exec CMD ARGS {} +` (or `\;`, or `-execdir`) is read-only when the rest of the
+    /// `find` is and each `CMD ARGS FILE` is, for a file under each starting point: `{}` is
+    /// then always a whole argument that starts where a starting point does, so never an
+    /// option. A `{}` inside a larger word (`sh -c 'cat {}'`) puts a file name into code, and
+    /// `-ok` asks a terminal: those stay SHELL_COMPLEX. Folds the judgement in only when it
+    /// says read-only; otherwise the caller judges the line as before.
+    fn find_running_readers(&mut self, args: &[Word]) -> bool {
+        let roots = find_roots(args);
+        let starts: Vec<Word> = if roots.is_empty() {
+            vec![Word::literal(".")]
+        } else {
+            roots.iter().map(|w| (*w).clone()).collect()
+        };
+        let mut rest: Vec<Word> = Vec::new();
+        let mut runs: Vec<(bool, &[Word])> = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            let v = args[i].value.as_str();
+            if !matches!(v, "-exec" | "-execdir") || i < roots.len() {
+                rest.push(args[i].clone());
+                i += 1;
+                continue;
+            }
+            let Some(end) = args[i + 1..]
+                .iter()
+                .position(|a| a.value == ";" || a.value == "+")
+                .map(|p| i + 1 + p)
+            else {
+                return false;
+            };
+            let argv = &args[i + 1..end];
+            let whole = |a: &Word| a.value == "{}" || !a.value.contains("{}");
+            if argv.is_empty() || argv[0].value.contains("{}") || !argv.iter().all(whole) {
+                return false;
+            }
+            runs.push((v == "-execdir", argv));
+            i = end + 1;
+        }
+        if runs.is_empty() || !matches!(allowlist::lookup("find", &rest), Some(Ok(false))) {
+            return false;
+        }
+        let mut judged = Vec::new();
+        for (in_dir, argv) in runs {
+            for start in &starts {
+                let found = found_file(start, in_dir);
+                let argv: Vec<Word> = argv
+                    .iter()
+                    .map(|a| {
+                        if a.value == "{}" {
+                            found.clone()
+                        } else {
+                            a.clone()
+                        }
+                    })
+                    .collect();
+                let a = self.apart(|cx| cx.wrapped(&argv));
+                if a.class != ReadOnly {
+                    return false;
+                }
+                judged.push(a);
+            }
+        }
+        for a in judged {
+            self.a.absorb(a);
+        }
+        true
+    }
+
     fn find(&mut self, args: &[Word], listed_but: Option<String>) {
-        let roots: Vec<&Word> = args
-            .iter()
-            .take_while(|a| !a.value.starts_with('-') && a.value != "(" && a.value != "!")
-            .collect();
+        let roots = find_roots(args);
         let mut i = roots.len();
         let mut acted = false;
         while i < args.len() {
@@ -915,4 +983,24 @@ fn first_operand(args: &[Word]) -> Option<&str> {
     args.iter()
         .map(|a| a.value.as_str())
         .find(|v| !v.starts_with('-') || v.len() > 1 && v.starts_with("-S"))
+}
+
+/// `find`'s starting points: the words before its expression.
+fn find_roots(args: &[Word]) -> Vec<&Word> {
+    args.iter()
+        .take_while(|a| !a.value.starts_with('-') && a.value != "(" && a.value != "!")
+        .collect()
+}
+
+/// What `{}` becomes for a file `find` finds under `start`: a path that begins as the starting
+/// point does (`./name` with `-execdir`), whose rest is known only at run time.
+fn found_file(start: &Word, in_dir: bool) -> Word {
+    let mut w = if in_dir {
+        Word::literal("./")
+    } else {
+        start.clone()
+    };
+    w.raw = format!("{}{{found}}", w.raw);
+    w.dynamic = true;
+    w
 }

@@ -2,7 +2,7 @@
 //! interpreters. Each is at least SHELL_COMPLEX, and what it runs is classified too, so the
 //! class is the more severe of the two.
 
-use super::assessment::CommandClass::{ShellComplex, WorkspaceMutating};
+use super::assessment::CommandClass::{ReadOnly, ShellComplex, WorkspaceMutating};
 use super::awk::{self, ArgFinding, Effect};
 use super::classify::{Cx, WriteKind};
 use super::env_args::{EnvArgs, EnvRun};
@@ -12,7 +12,7 @@ use super::options::{self, OptionSyntax};
 use super::scripts;
 use super::tables;
 use super::wrappers::{
-    LTRACE_VALUES, SCRIPT_VALUES, STRACE_VALUES, TIME_VALUES, WATCH_VALUES, skip_options,
+    self, LTRACE_VALUES, SCRIPT_VALUES, STRACE_VALUES, TIME_VALUES, WATCH_VALUES, skip_options,
     wrapped_index,
 };
 use crate::harness::shell::{Redirect, RedirectKind, Word};
@@ -392,10 +392,16 @@ impl Cx<'_> {
             // `exec 3>file`: only redirections, which are judged on their own.
             return;
         }
-        self.raise(ShellComplex, format!("`{key}` runs another command"));
-        if let Some(i) = inner {
-            self.wrapped(&args[i..]);
+        let Some(i) = inner else {
+            self.raise(ShellComplex, format!("`{key}` runs another command"));
+            return;
+        };
+        let judged = self.apart(|cx| cx.wrapped(&args[i..]));
+        let transparent = wrappers::transparent_index(key, args) == Some(i);
+        if !(transparent && judged.class == ReadOnly) {
+            self.raise(ShellComplex, format!("`{key}` runs another command"));
         }
+        self.a.absorb(judged);
     }
 
     fn env(&mut self, args: &[Word]) {
@@ -426,11 +432,22 @@ impl Cx<'_> {
         }
     }
 
+    /// `xargs CMD ARGS` runs `CMD ARGS` with what it reads appended: read-only when `CMD ARGS`
+    /// followed by any further arguments, options included, is (`xargs wc -l`, `xargs -0 grep
+    /// -l x`), as `CMD ARGS "$x"` would be.
     fn xargs(&mut self, args: &[Word]) {
-        self.raise(
-            ShellComplex,
-            "`xargs` runs a command with arguments read from its input",
-        );
+        const REASON: &str = "`xargs` runs a command with arguments read from its input";
+        if let Some(i) = wrappers::xargs_appending_index(args) {
+            let mut argv = args[i..].to_vec();
+            argv.push(Word::filled_at_run_time("{what xargs reads}"));
+            let judged = self.apart(|cx| cx.wrapped(&argv));
+            if judged.class != ReadOnly {
+                self.raise(ShellComplex, REASON);
+            }
+            self.a.absorb(judged);
+            return;
+        }
+        self.raise(ShellComplex, REASON);
         if let Some(i) = wrapped_index("xargs", args) {
             self.wrapped(&args[i..]);
         }

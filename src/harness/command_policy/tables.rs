@@ -425,7 +425,8 @@ pub(crate) const OPERAND_WRITERS: &[(&str, &[&str])] = &[
         &["-n", "-s", "--iterations", "--size", "--random-source"],
     ),
     ("truncate", &["-s", "-r", "--size", "--reference"]),
-    ("tee", &["--output-error"]),
+    // `--output-error[=MODE]`: the value is only ever attached, so the next word is a file.
+    ("tee", &[]),
     ("mkfifo", &["-m", "--mode", "--context"]),
     ("mknod", &["-m", "--mode", "--context"]),
     ("chmod", &["--reference"]),

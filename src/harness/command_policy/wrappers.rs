@@ -160,6 +160,58 @@ pub(super) fn wrapped_index(key: &str, args: &[Word]) -> Option<usize> {
     inner.filter(|i| *i < args.len())
 }
 
+/// Where the command starts for a wrapper that adds nothing to what it runs but a time limit
+/// or a priority (`timeout 10 grep x`, `nice -n 5 ls`), read as its getopt reads it and only
+/// when every option it is given is one it has: then the line does what its command does.
+/// `None` for any other wrapper, an option it does not have, or no command.
+pub(super) fn transparent_index(key: &str, args: &[Word]) -> Option<usize> {
+    let inner = match key {
+        // GNU timeout: getopt_long "+k:s:v"; then the duration.
+        "timeout" => getopt_operands(
+            args,
+            "v",
+            "ks",
+            &[
+                "foreground",
+                "preserve-status",
+                "verbose",
+                "help",
+                "version",
+            ],
+            &["kill-after", "signal"],
+        )
+        .map(|i| i + 1),
+        // GNU nice: "+n:" (the old `nice -5` form is not read).
+        "nice" => getopt_operands(args, "", "n", &["help", "version"], &["adjustment"]),
+        _ => None,
+    };
+    inner.filter(|i| *i < args.len() && !args[..*i].iter().any(|a| a.dynamic))
+}
+
+/// Where the command starts for an `xargs` that only appends what it reads to its command's
+/// arguments, as GNU xargs's getopt reads it. Only options that change how many arguments go to
+/// each run, where they come from or how they are split are read; with `-I`/`-i` (the input
+/// put anywhere, also inside a word), `-p`/`-o` (a terminal), `--process-slot-var` (a variable
+/// it sets) or any option this list lacks, `None`. A long option may be abbreviated, as getopt
+/// allows: these names are xargs's own, so an abbreviation unique here is xargs's option too,
+/// or one xargs itself refuses as ambiguous.
+pub(super) fn xargs_appending_index(args: &[Word]) -> Option<usize> {
+    getopt_operands(
+        args,
+        "0rtx",
+        "adELnPs",
+        &["null", "no-run-if-empty", "verbose", "exit", "show-limits"],
+        &[
+            "arg-file",
+            "delimiter",
+            "max-args",
+            "max-procs",
+            "max-chars",
+        ],
+    )
+    .filter(|i| *i < args.len() && !args[..*i].iter().any(|a| a.dynamic))
+}
+
 /// The command that finally runs once wrappers are looked through: `time nice curl x` is
 /// `curl x`.
 pub(super) fn innermost<'a>(name: &'a Word, args: &'a [Word]) -> (&'a Word, &'a [Word]) {

@@ -53,6 +53,14 @@ impl Word {
         w
     }
 
+    /// A word the shell never sees: a program fills it in when it runs the command (`xargs`
+    /// appends what it reads). It may be anything, an option included.
+    pub fn filled_at_run_time(raw: &str) -> Self {
+        let mut w = Word::new(raw);
+        w.push_dynamic(raw);
+        w
+    }
+
     /// Text that came from inside quotes: taken literally.
     pub(crate) fn push_quoted(&mut self, text: &str) {
         self.value.push_str(text);
