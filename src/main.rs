@@ -58,6 +58,10 @@ enum Command {
     Standard(cli::standard::StandardArgs),
     /// Permission rules: list, add, remove, explain a command, trust the project's file.
     Rules(cli::rules::RulesArgs),
+    /// What this workspace's sessions can take back; `prune` frees the store.
+    Checkpoints(cli::checkpoints::CheckpointsArgs),
+    /// Take back a session's changes: its last turn, or `--turn N` and later ones.
+    Undo(cli::checkpoints::UndoArgs),
     /// Internal: one document extraction, run confined by Spear itself (input on stdin).
     #[command(name = "__extract", hide = true)]
     Extract {
@@ -81,6 +85,8 @@ fn main() -> ExitCode {
         Some(Command::Sessions(args)) => cli::sessions::run(args, cli.workspace),
         Some(Command::Standard(args)) => cli::standard::run(args),
         Some(Command::Rules(args)) => cli::rules::run(args, cli.workspace),
+        Some(Command::Checkpoints(args)) => cli::checkpoints::list(args, cli.workspace),
+        Some(Command::Undo(args)) => cli::checkpoints::undo(args, cli.workspace),
         Some(Command::Extract { kind, base }) => {
             let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));

@@ -18,18 +18,20 @@ use crate::agent::session::{ModelFactory, ModelInfo, SessionActor, SessionParts,
 use crate::agent::transcript::{SessionError, SessionStore};
 use crate::config::HarnessSettings;
 use crate::harness::audit::{AuditError, AuditLogger, default_state_home};
+use crate::harness::checkpoint::Checkpoints;
 use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConfig};
 use crate::harness::command_runner::{CommandRunner, HeldFileCheck, ProtectedScan, RunnerConfig};
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::rules::RuleBook;
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
+use crate::tools::checkpoints::SessionCheckpoints;
 use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
 use crate::tools::host::{HostConfig, SpearHost};
 use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
 use crate::tools::observer::{AuditObserver, HOST_ROOT_NOTE, SessionLabel, ToolObserver};
 use crate::tools::registry::{RegistryError, ToolRegistry};
-use crate::tools::results::{ResultStore, StoreError};
+use crate::tools::results::{ResultStore, StoreError, workspace_state_dir};
 use crate::tools::router::ToolRouter;
 
 /// How many directory entries the protected-path scan may look at before the sandbox starts.
@@ -82,6 +84,8 @@ pub enum BuildError {
     Rules(#[from] crate::harness::rules::RulesError),
     #[error("a hook in your config is refused: {0}")]
     Hook(String),
+    #[error("cannot open the checkpoints: {0}")]
+    Checkpoints(#[source] crate::harness::checkpoint::CheckpointError),
 }
 
 /// The workspace a front end works on, the directory it was started in, and where state lives.
@@ -305,6 +309,15 @@ impl SessionBuilder {
         )?)
     }
 
+    /// The workspace's checkpoints, bound to this session (the first is taken in the
+    /// background from now on).
+    pub fn checkpoints(&self) -> Result<SessionCheckpoints, BuildError> {
+        let (dir, root) = workspace_state_dir(&self.place.state, "checkpoints", &self.place.root)?;
+        let cp = Checkpoints::open(&root, &dir, self.harness.checkpoint_limits)
+            .map_err(BuildError::Checkpoints)?;
+        Ok(SessionCheckpoints::new(cp, self.audit_session.clone()))
+    }
+
     /// The permission rules for this workspace: the person's file, the project's (its allows
     /// only when trusted), no session rules yet.
     pub fn rules(&self) -> Result<RuleBook, BuildError> {
@@ -394,7 +407,7 @@ impl SessionBuilder {
         for o in &self.observers {
             router = router.with_observer(o.clone());
         }
-        Ok(router)
+        Ok(router.with_checkpoints(Arc::new(self.checkpoints()?)))
     }
 
     /// A session actor over a router built here, answering with `model` (none: the session

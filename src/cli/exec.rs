@@ -57,7 +57,8 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let place =
         Place::find(Some(cwd)).context("cannot use the current directory as the workspace")?;
-    let router = SessionBuilder::new(place, super::common::harness_settings()?, session_id())
+    let session = session_id();
+    let router = SessionBuilder::new(place, super::common::harness_settings()?, session.clone())
         .network(args.network)
         .router()?;
     let view = ToolExposurePolicy::view(router.registry(), &ExposureSettings::default());
@@ -74,6 +75,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<ExitCode> {
     let env = router
         .call(&mut turn, &call)
         .context("cannot write the audit record for this command")?;
+    super::checkpoints::say_checkpoint(&env, &session);
     if args.json {
         println!("{}", result_json(&env));
     } else if env.status != ToolStatus::Ok {

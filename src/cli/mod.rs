@@ -1,6 +1,7 @@
 //! One module per subcommand. Each returns the process exit code; errors get context here.
 
 pub mod audit;
+pub mod checkpoints;
 pub mod classify;
 mod common;
 pub mod doctor;

@@ -56,14 +56,14 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         standard_engaged: args.standard.is_some(),
         ..ExposureSettings::default()
     };
-    let router = SessionBuilder::new(
-        place,
-        super::common::harness_settings()?,
-        format!("tool-{}", std::process::id()),
-    )
-    .network(args.network)
-    .engaged(engaged)
-    .router()?;
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let session = format!("tool-{}-{secs}", std::process::id());
+    let router = SessionBuilder::new(place, super::common::harness_settings()?, session.clone())
+        .network(args.network)
+        .engaged(engaged)
+        .router()?;
     let view = ToolExposurePolicy::view(router.registry(), &settings);
     let mut turn = Turn::new(
         args.mode.unwrap_or(ExecutionMode::Ask),
@@ -76,6 +76,7 @@ pub fn run(args: ToolArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCod
         arguments,
     };
     let env = router.call(&mut turn, &call)?;
+    super::checkpoints::say_checkpoint(&env, &session);
     print(&env, args.json)?;
     Ok(exit_code(&env))
 }

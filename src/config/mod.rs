@@ -193,6 +193,8 @@ pub struct HarnessSettings {
     pub rules_file: Option<PathBuf>,
     /// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`, checked.
     pub hooks: crate::tools::hooks::Hooks,
+    /// What one checkpoint may take, and the store's budget per workspace.
+    pub checkpoint_limits: crate::harness::checkpoint::Limits,
 }
 
 impl Default for HarnessSettings {
@@ -208,6 +210,7 @@ impl Default for HarnessSettings {
             cgroup_limits: Default::default(),
             rules_file: None,
             hooks: Default::default(),
+            checkpoint_limits: Default::default(),
         }
     }
 }

@@ -237,6 +237,7 @@ pub fn harness(
         cgroup_limits,
         rules_file: Some(path.with_file_name("rules.toml")),
         hooks: hooks(path, text, &file.hooks)?,
+        checkpoint_limits: Default::default(),
     })
 }
 

@@ -6,6 +6,7 @@
 
 pub mod atomic_file;
 pub mod audit;
+pub mod checkpoint;
 pub mod command_policy;
 pub mod command_runner;
 pub mod primitives;

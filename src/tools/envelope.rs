@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::harness::audit::DecidedBy;
+use crate::harness::audit::{CheckpointRef, DecidedBy};
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::{ToolResult, ToolStatus, WorkspaceChanges};
 use crate::tools::lines::cut_middle;
@@ -59,6 +59,9 @@ pub struct ToolResultEnvelope {
     /// Who decided the call (as its audit record says), when someone did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<DecidedBy>,
+    /// The checkpoint taken before the call (a call that may change the working tree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointRef>,
 }
 
 fn count_lines(s: &str) -> u64 {
@@ -139,6 +142,7 @@ impl ToolResultEnvelope {
             sandbox_unavailable: false,
             turn_stopped: false,
             decided_by: None,
+            checkpoint: None,
         }
     }
 

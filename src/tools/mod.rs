@@ -11,6 +11,7 @@
 //! (the call path: ToolRouter, the turn, schema validation). `tests/layers.rs` keeps it so.
 
 pub mod approval;
+pub mod checkpoints;
 pub mod coding;
 pub mod documents;
 pub mod envelope;

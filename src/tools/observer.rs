@@ -165,6 +165,7 @@ impl AuditObserver {
             grant: call.grant,
             rule: call.rule.clone(),
             hooks: call.hooks.to_vec(),
+            checkpoint: env.checkpoint.clone(),
             sandbox_user: self
                 .sandbox_user
                 .filter(|_| call.is_command)

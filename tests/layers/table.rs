@@ -112,6 +112,16 @@ pub const TABLE: &[Layer] = &[
         private: &[],
     },
     Layer {
+        name: "checkpoint",
+        holds: &["spear::harness::checkpoint"],
+        within: None,
+        may_use: &[(
+            "workspace",
+            "a checkpoint walks and a restore writes through the workspace's descriptor walk, never through a link, under the same ignore rules as a snapshot",
+        )],
+        private: &[],
+    },
+    Layer {
         name: "workspace values",
         holds: &[
             "spear::harness::workspace::WorkspacePath",
@@ -341,6 +351,10 @@ pub const TABLE: &[Layer] = &[
                 "the router reads the rules where the mode would ask, and records which decided",
             ),
             ("atomic_file", "the standards library is written whole"),
+            (
+                "checkpoint",
+                "the router takes a checkpoint before and after every call that may change the tree",
+            ),
         ],
         private: &[],
     },
@@ -384,6 +398,7 @@ pub const TABLE: &[Layer] = &[
                 "resource limits",
                 "the config file sets the per-command and cgroup limits",
             ),
+            ("checkpoint", "the config file sets what a checkpoint may take"),
         ],
         private: &[],
     },
@@ -423,6 +438,10 @@ pub const TABLE: &[Layer] = &[
             (
                 "rules",
                 "the session's rules are loaded here, the project's allows only when trusted",
+            ),
+            (
+                "checkpoint",
+                "the workspace's checkpoints are opened here, outside the workspace",
             ),
         ],
         private: &[],
@@ -509,6 +528,10 @@ pub const TABLE: &[Layer] = &[
             ("workspace", "main.rs wires the layers"),
             ("target_policy", "main.rs wires the layers"),
             ("audit", "`spear audit` reads the log"),
+            (
+                "checkpoint",
+                "`spear checkpoints` lists and `spear undo` takes changes back",
+            ),
             ("secrets", "headless output is redacted like the log"),
             (
                 "command_runner",

@@ -13,7 +13,7 @@ mod summary_lex;
 
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
 pub use record::{
-    AuditEvent, AuditRecord, AuditTarget, DecidedBy, Decision, GrantRef, HookRun,
+    AuditEvent, AuditRecord, AuditTarget, CheckpointRef, DecidedBy, Decision, GrantRef, HookRun,
     MAX_CHANGED_LISTED, rfc3339,
 };
 

@@ -132,6 +132,9 @@ pub struct AuditEvent {
     pub rule: Option<RuleRef>,
     /// The person's hooks that ran for the call.
     pub hooks: Vec<HookRun>,
+    /// The checkpoint taken before the call (its session turn and manifest), and the paths it
+    /// could not take back.
+    pub checkpoint: Option<CheckpointRef>,
     /// Who a command ran as, when not the usual unprivileged sandbox user (a root Spear with
     /// `[sandbox] root_uid = "host"`).
     pub sandbox_user: Option<String>,
@@ -160,6 +163,7 @@ impl AuditEvent {
             rule: None,
             hooks: Vec::new(),
             sandbox_user: None,
+            checkpoint: None,
         }
     }
 }
@@ -213,8 +217,26 @@ pub struct AuditRecord {
     /// Who the command ran as, when that is the host's root (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_user: Option<String>,
+    /// The checkpoint taken before the call (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<CheckpointRef>,
     /// Hash of the previous record (64 zeros for the first).
     pub prev: String,
+}
+
+/// Which checkpoint a call can be taken back to, as its audit record says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRef {
+    /// The session's turn (`spear undo --turn N`).
+    pub turn: u32,
+    /// The manifest taken just before the call.
+    pub before: String,
+    /// Paths it could not take (the first `MAX_CHANGED_LISTED`), so the call cannot be taken
+    /// back there; or why no checkpoint was taken at all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uncovered: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 pub(crate) const FORMAT_VERSION: u32 = 1;
@@ -273,6 +295,15 @@ impl AuditRecord {
                 })
                 .collect(),
             sandbox_user: event.sandbox_user.clone(),
+            checkpoint: event.checkpoint.clone().map(|c| CheckpointRef {
+                uncovered: c
+                    .uncovered
+                    .iter()
+                    .take(MAX_CHANGED_LISTED)
+                    .map(|p| redact_text(p).into_owned())
+                    .collect(),
+                ..c
+            }),
             prev: String::new(),
         }
     }

@@ -4,7 +4,7 @@
 //! root handle beneath which the kernel keeps them, so a link swapped in after the check cannot
 //! redirect a read or a write.
 
-mod beneath;
+pub(crate) mod beneath;
 mod fs_ops;
 pub mod git_index;
 pub mod git_leftovers;

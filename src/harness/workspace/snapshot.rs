@@ -299,7 +299,7 @@ fn ignored(matchers: &[Arc<Gitignore>], path: &Path) -> bool {
 
 /// The rules of `dir/.gitignore`, read only if it is a regular file (a FIFO or a link there is
 /// never opened): opened without following links and without blocking, then checked by `fstat`.
-fn read_rules(dir: &Path) -> Option<Arc<Gitignore>> {
+pub(crate) fn read_rules(dir: &Path) -> Option<Arc<Gitignore>> {
     let path = dir.join(".gitignore");
     let fd = rustix::fs::open(
         &path,

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::harness::audit::{DecidedBy, Decision, GrantRef, HookRun};
+use crate::harness::audit::{CheckpointRef, DecidedBy, Decision, GrantRef, HookRun};
 use crate::harness::command_policy::{
     ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
     CommandClass, ExecutionProfile, capabilities_for,
@@ -22,6 +22,7 @@ use crate::harness::command_policy::{
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::rules::{Asked, RuleRef, Verdict};
 use crate::tools::approval::{Answer, ApprovalId, CallAsk, Rules, SessionGrants};
+use crate::tools::checkpoints::SessionCheckpoints;
 use crate::tools::envelope::ToolResultEnvelope;
 use crate::tools::handler::{ActionOutcome, RunContext};
 use crate::tools::hooks::{PreAnswer, PreTool};
@@ -58,6 +59,8 @@ pub struct ToolRouter {
     refusal_limit: u32,
     /// "Allow for session" answers, consulted before anyone is asked.
     grants: SessionGrants,
+    /// The checkpoints taken around every call that may change the working tree.
+    checkpoints: Option<Arc<SessionCheckpoints>>,
 }
 
 /// Facts gathered along the path, for the observers.
@@ -82,6 +85,8 @@ struct Trace<'a> {
     hook_ask: Option<String>,
     /// The workspace-relative paths a file tool writes, as the gates resolved them.
     resolved_writes: Vec<String>,
+    /// The checkpoint taken before the call, once it ran.
+    checkpoint: Option<CheckpointRef>,
 }
 
 impl ToolRouter {
@@ -94,7 +99,20 @@ impl ToolRouter {
             observers: Vec::new(),
             refusal_limit: DEFAULT_REFUSAL_REPEATS,
             grants: SessionGrants::default(),
+            checkpoints: None,
         }
+    }
+
+    /// Take a checkpoint before and after every call that may change the working tree.
+    #[must_use]
+    pub fn with_checkpoints(mut self, checkpoints: Arc<SessionCheckpoints>) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// The session's checkpoints, when they are taken.
+    pub fn checkpoints(&self) -> Option<&SessionCheckpoints> {
+        self.checkpoints.as_deref()
     }
 
     /// Record that an answer named approval request `request`, which was not pending. `Err`
@@ -181,6 +199,7 @@ impl ToolRouter {
             hooks: Vec::new(),
             hook_ask: None,
             resolved_writes: Vec::new(),
+            checkpoint: None,
         };
         match self.run_gated(turn, &mut trace) {
             Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
@@ -333,6 +352,10 @@ impl ToolRouter {
                     .is_some()
                     .then(|| read_assessment(&spec.name, trace.target.as_deref()))
             });
+        // What may change the working tree is checkpointed: a write, any command not READ_ONLY.
+        let may_change = assessment
+            .as_ref()
+            .is_some_and(|a| a.class != CommandClass::ReadOnly);
         let (profile, decision) = match assessment {
             None => {
                 trace.decided_by = Some(DecidedBy::Mode);
@@ -352,7 +375,24 @@ impl ToolRouter {
             tap: turn.output_tap.as_deref(),
             command_timeout: turn.command_timeout,
         };
+        // Taken once the call is allowed, just before it runs: a person's edits while the
+        // question was open are theirs, not the call's.
+        let taken = match (&self.checkpoints, may_change) {
+            (Some(cp), true) => {
+                match cp.before(turn.id(), &call.id, &spec.name, trace.target.as_deref()) {
+                    Ok(t) => Some((cp, t)),
+                    Err(why) => {
+                        trace.checkpoint = Some(SessionCheckpoints::failed(why));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
         let outcome = action.run(host, &ctx);
+        if let Some((cp, t)) = taken {
+            trace.checkpoint = Some(cp.after(t));
+        }
         trace.steps.push(Step::Run);
         Ok((outcome, decision))
     }
@@ -593,6 +633,7 @@ impl ToolRouter {
         env.class = class;
         env.sandbox_unavailable = outcome.sandbox_unavailable;
         env.decided_by = trace.decided_by;
+        env.checkpoint = trace.checkpoint.take();
         trace.steps.extend([Step::Envelope, Step::Record]);
         self.notify(turn, trace, &env, decision, outcome.bytes_written)?;
         Ok(env)
