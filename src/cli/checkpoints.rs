@@ -18,6 +18,7 @@ use spear::agent::builder::Place;
 use spear::harness::audit::display::escape_controls;
 use spear::harness::audit::rfc3339;
 use spear::harness::checkpoint::{CallRecord, Checkpoints, Plan, Report, manifest};
+use spear::tools::checkpoints::{plan_lines, report_lines, undo_event};
 use spear::tools::results::workspace_state_dir;
 
 #[derive(Args)]
@@ -281,6 +282,9 @@ pub fn undo(args: UndoArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCo
         );
     }
     let report = cp.undo(&plan, args.force)?;
+    spear::harness::audit::AuditLogger::open_in(&place.state, &place.root)
+        .and_then(|log| log.append(&undo_event(&plan, &report, args.force)))
+        .context("the undo was done, but its audit record could not be written")?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
@@ -294,88 +298,10 @@ pub fn undo(args: UndoArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCo
     })
 }
 
-fn turns_text(plan: &Plan) -> String {
-    let t: Vec<String> = plan.turns.iter().map(u32::to_string).collect();
-    format!(
-        "turn{} {} of session {}",
-        if t.len() == 1 { "" } else { "s" },
-        t.join(", "),
-        plan.session
-    )
-}
-
 pub fn print_plan(plan: &Plan) {
     for line in plan_lines(plan) {
         println!("{line}");
     }
-}
-
-/// What an undo would do, in lines (the screen shows the same).
-pub fn plan_lines(plan: &Plan) -> Vec<String> {
-    let mut out = vec![format!("Taking back {} would:", turns_text(plan))];
-    for s in plan.steps.iter().filter(|s| !s.conflict) {
-        let what = match (&s.now, &s.to) {
-            (None, Some(_)) => "bring back",
-            (Some(_), None) => "remove",
-            _ => "restore",
-        };
-        out.push(format!("  {what:<11} {}", escape_controls(&s.path)));
-    }
-    for c in &plan.conflicts {
-        out.push(format!(
-            "  conflict    {}: {} (left alone; `--force` restores it)",
-            escape_controls(&c.path),
-            c.why
-        ));
-    }
-    for (p, why) in &plan.unrestorable {
-        out.push(format!("  cannot      {}: {why}", escape_controls(p)));
-    }
-    if plan.steps.is_empty() && plan.unrestorable.is_empty() {
-        out.push("  nothing: the tree is already as it was".into());
-    }
-    out
-}
-
-/// What an undo did, in lines (the screen shows the same).
-pub fn report_lines(plan: &Plan, r: &Report) -> Vec<String> {
-    let mut out = vec![format!("Took back {}.", turns_text(plan))];
-    if r.resumed {
-        out.push("  (an interrupted restore was finished first)".into());
-    }
-    let groups: [(&str, &Vec<String>); 3] = [
-        ("restored", &r.restored),
-        ("removed", &r.removed),
-        ("brought back", &r.recreated),
-    ];
-    for (what, paths) in groups {
-        for p in paths {
-            out.push(format!("  {what:<13} {}", escape_controls(p)));
-        }
-    }
-    for c in &r.left {
-        out.push(format!(
-            "  conflict      {}: {} (left alone; `spear undo --force` restores it)",
-            escape_controls(&c.path),
-            c.why
-        ));
-    }
-    for (p, why) in r.failed.iter().chain(plan.unrestorable.iter()) {
-        out.push(format!("  not restored  {}: {why}", escape_controls(p)));
-    }
-    for p in &r.setid_dropped {
-        out.push(format!(
-            "  note          {}: its set-id bit was not given back",
-            escape_controls(p)
-        ));
-    }
-    if plan.has_git {
-        out.push(
-            "git's HEAD and index were not moved back: `git status` shows where they stand (a commit the session made is undone with `git reset --soft HEAD~1`)."
-                .into(),
-        );
-    }
-    out
 }
 
 fn print_report(plan: &Plan, r: &Report) {

@@ -167,6 +167,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
                 standard: args.standard.clone(),
                 tokens: 0,
                 busy: false,
+                undoable: 0,
             },
             theme,
             cwd: cwd.display().to_string(),

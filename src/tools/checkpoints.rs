@@ -2,8 +2,11 @@
 //! every call that may change the working tree (a file tool's write, `fetch_url`'s `save_as`,
 //! any command not READ_ONLY), for every front end, under the session the audit log names.
 
-use crate::harness::audit::{CheckpointRef, MAX_CHANGED_LISTED};
-use crate::harness::checkpoint::{Checkpoints, Taken};
+use crate::harness::audit::display::escape_controls;
+use crate::harness::audit::{
+    AuditEvent, AuditTarget, CheckpointRef, DecidedBy, Decision, MAX_CHANGED_LISTED,
+};
+use crate::harness::checkpoint::{Checkpoints, Plan, Report, Taken};
 use crate::tools::observer::SessionLabel;
 
 /// The checkpoints of the workspace, bound to the session whose calls they are.
@@ -68,5 +71,106 @@ impl SessionCheckpoints {
             uncovered: Vec::new(),
             failed: Some(why),
         }
+    }
+}
+
+fn turns_text(plan: &Plan) -> String {
+    let t: Vec<String> = plan.turns.iter().map(u32::to_string).collect();
+    format!(
+        "turn{} {} of session {}",
+        if t.len() == 1 { "" } else { "s" },
+        t.join(", "),
+        plan.session
+    )
+}
+
+/// What an undo would do, in lines (the screen shows the same).
+pub fn plan_lines(plan: &Plan) -> Vec<String> {
+    let mut out = vec![format!("Taking back {} would:", turns_text(plan))];
+    for s in plan.steps.iter().filter(|s| !s.conflict) {
+        let what = match (&s.now, &s.to) {
+            (None, Some(_)) => "bring back",
+            (Some(_), None) => "remove",
+            _ => "restore",
+        };
+        out.push(format!("  {what:<11} {}", escape_controls(&s.path)));
+    }
+    for c in &plan.conflicts {
+        out.push(format!(
+            "  conflict    {}: {} (left alone; `--force` restores it)",
+            escape_controls(&c.path),
+            c.why
+        ));
+    }
+    for (p, why) in &plan.unrestorable {
+        out.push(format!("  cannot      {}: {why}", escape_controls(p)));
+    }
+    if plan.steps.is_empty() && plan.unrestorable.is_empty() {
+        out.push("  nothing: the tree is already as it was".into());
+    }
+    out
+}
+
+/// What an undo did, in lines (the screen shows the same).
+pub fn report_lines(plan: &Plan, r: &Report) -> Vec<String> {
+    let mut out = vec![format!("Took back {}.", turns_text(plan))];
+    if r.resumed {
+        out.push("  (an interrupted restore was finished first)".into());
+    }
+    let groups: [(&str, &Vec<String>); 3] = [
+        ("restored", &r.restored),
+        ("removed", &r.removed),
+        ("brought back", &r.recreated),
+    ];
+    for (what, paths) in groups {
+        for p in paths {
+            out.push(format!("  {what:<13} {}", escape_controls(p)));
+        }
+    }
+    for c in &r.left {
+        out.push(format!(
+            "  conflict      {}: {} (left alone; `spear undo --force` restores it)",
+            escape_controls(&c.path),
+            c.why
+        ));
+    }
+    for (p, why) in r.failed.iter().chain(plan.unrestorable.iter()) {
+        out.push(format!("  not restored  {}: {why}", escape_controls(p)));
+    }
+    for p in &r.setid_dropped {
+        out.push(format!(
+            "  note          {}: its set-id bit was not given back",
+            escape_controls(p)
+        ));
+    }
+    if plan.has_git {
+        out.push(
+            "git's HEAD and index were not moved back: `git status` shows where they stand (a commit the session made is undone with `git reset --soft HEAD~1`)."
+                .into(),
+        );
+    }
+    out
+}
+
+/// The audit record of an undo the person asked for.
+pub fn undo_event(plan: &Plan, report: &Report, forced: bool) -> AuditEvent {
+    let changed: Vec<String> = report
+        .restored
+        .iter()
+        .chain(&report.removed)
+        .chain(&report.recreated)
+        .cloned()
+        .collect();
+    AuditEvent {
+        target: AuditTarget::Path(format!(
+            "{}{}",
+            turns_text(plan),
+            if forced { " (forced)" } else { "" }
+        )),
+        changed_paths: Some(changed.len() as u64),
+        changed,
+        changes_incomplete: !report.failed.is_empty() || !report.left.is_empty(),
+        decided_by: Some(DecidedBy::Person),
+        ..AuditEvent::new(plan.session.clone(), "undo", Decision::Approved)
     }
 }

@@ -79,6 +79,10 @@ pub trait ToolObserver: Send + Sync {
     fn answer_refused(&self, _request: &str) -> Result<(), ObserverError> {
         Ok(())
     }
+    /// The person took changes back (`/undo`): a restore is an audited event.
+    fn undone(&self, _event: &AuditEvent) -> Result<(), ObserverError> {
+        Ok(())
+    }
 }
 
 /// Writes an `AuditEvent` for every mutating attempt and every refusal.
@@ -185,6 +189,11 @@ impl ToolObserver for AuditObserver {
         if refused || mutating || call.is_command {
             self.logger.append(&self.event(call))?;
         }
+        Ok(())
+    }
+
+    fn undone(&self, event: &AuditEvent) -> Result<(), ObserverError> {
+        self.logger.append(event)?;
         Ok(())
     }
 

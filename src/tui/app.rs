@@ -566,6 +566,7 @@ impl App {
                 self.status.standard = name;
             }
             SessionEvent::Note(what) => self.notice(NoticeKind::Info, what),
+            SessionEvent::Undoable(n) => self.status.undoable = n,
             SessionEvent::Failed(why) => self.notice(NoticeKind::Error, why),
             SessionEvent::TurnEnded { .. } => {}
         }

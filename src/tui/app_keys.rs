@@ -471,6 +471,11 @@ impl App {
                 NoticeKind::Warning,
                 "/compact needs a model and no running turn",
             ),
+            Slash::Undo { turn, force } if !self.busy() => fx.push(Effect::Undo { turn, force }),
+            Slash::Undo { .. } => self.notice(
+                NoticeKind::Info,
+                "/undo waits until the turn ends (Esc stops it)",
+            ),
             Slash::New if !self.busy() => fx.push(Effect::NewSession),
             Slash::Resume if !self.busy() => fx.push(Effect::ListSessions),
             Slash::New | Slash::Resume => self.notice(

@@ -6,7 +6,7 @@
 use crate::harness::primitives::ExecutionMode;
 
 /// The slash commands, with their argument choices and help.
-pub const SLASH: [(&str, &[&str], &str); 11] = [
+pub const SLASH: [(&str, &[&str], &str); 12] = [
     ("/help", &[], "key bindings and commands"),
     ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
     (
@@ -19,6 +19,11 @@ pub const SLASH: [(&str, &[&str], &str); 11] = [
         "/compact",
         &[],
         "shorten the conversation to fit the context window",
+    ),
+    (
+        "/undo",
+        &["force"],
+        "take back the last turn's changes to the files (/undo N: turn N and later ones)",
     ),
     ("/new", &[], "start a new session"),
     ("/resume", &[], "reopen one of this workspace's sessions"),
@@ -56,6 +61,11 @@ pub enum Slash {
     Compact,
     New,
     Resume,
+    /// `/undo [N] [force]`: take back the last turn (or turn N and later ones).
+    Undo {
+        turn: Option<u32>,
+        force: bool,
+    },
     /// `None`: show the current one.
     Model(Option<String>),
     /// `None`: list the library; `Some("off")` disengages.
@@ -92,6 +102,7 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         ("/compact", _) => Slash::Compact,
         ("/new", _) => Slash::New,
         ("/resume", _) => Slash::Resume,
+        ("/undo", _) => undo_args(t)?,
         ("/model", name) => Slash::Model(name.map(str::to_string)),
         ("/standard", name) => Slash::Standard(name.map(str::to_string)),
         ("/theme", Some(n)) => Slash::Theme(n.to_string()),
@@ -103,6 +114,23 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         (n, _) => return Err(format!("no command {n}; /help lists them")),
     };
     Ok(Some(Input::Slash(slash)))
+}
+
+/// `/undo`, `/undo force`, `/undo 3`, `/undo 3 force`.
+fn undo_args(line: &str) -> Result<Slash, String> {
+    let (mut turn, mut force) = (None, false);
+    for w in line.split_whitespace().skip(1) {
+        match (w, w.parse::<u32>()) {
+            ("force", _) if !force => force = true,
+            (_, Ok(n)) if turn.is_none() && n > 0 => turn = Some(n),
+            _ => {
+                return Err(format!(
+                    "/undo {w}: expected a turn number and/or `force` (/undo, /undo 3, /undo force)"
+                ));
+            }
+        }
+    }
+    Ok(Slash::Undo { turn, force })
 }
 
 fn choices(name: &str) -> String {
@@ -178,5 +206,25 @@ mod tests {
         assert_eq!(complete("/mo"), vec!["/mode", "/model"]);
         assert_eq!(complete("/mode a"), vec!["/mode ask", "/mode auto"]);
         assert!(complete("hello").is_empty());
+    }
+
+    #[test]
+    fn undo_takes_a_turn_and_force_in_any_order() {
+        let undo = |turn, force| Ok(Some(Input::Slash(Slash::Undo { turn, force })));
+        assert_eq!(parse("/undo"), undo(None, false));
+        assert_eq!(parse("/undo force"), undo(None, true));
+        assert_eq!(parse("/undo 3"), undo(Some(3), false));
+        assert_eq!(parse("/undo 3 force"), undo(Some(3), true));
+        assert_eq!(parse("/undo force 2"), undo(Some(2), true));
+        for bad in [
+            "/undo 0",
+            "/undo -1",
+            "/undo x",
+            "/undo 2 3",
+            "/undo force force",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(complete("/un"), vec!["/undo"]);
     }
 }

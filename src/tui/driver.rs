@@ -108,6 +108,7 @@ impl Driver {
             Effect::Compact => SessionOp::Compact,
             Effect::NewSession => SessionOp::New,
             Effect::ListSessions => SessionOp::ListSessions,
+            Effect::Undo { turn, force } => SessionOp::Undo { turn, force },
             Effect::Resume(id) => SessionOp::Resume(id),
             Effect::AuditOpen => return self.audit_open(),
             Effect::AuditOlder => return self.audit_older(),

@@ -108,6 +108,11 @@ pub enum Effect {
     Compact,
     NewSession,
     ListSessions,
+    /// `/undo [N] [force]`.
+    Undo {
+        turn: Option<u32>,
+        force: bool,
+    },
     Resume(String),
     /// Start (or stop) feeding the audit pane.
     AuditOpen,

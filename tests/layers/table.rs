@@ -398,7 +398,10 @@ pub const TABLE: &[Layer] = &[
                 "resource limits",
                 "the config file sets the per-command and cgroup limits",
             ),
-            ("checkpoint", "the config file sets what a checkpoint may take"),
+            (
+                "checkpoint",
+                "the config file sets what a checkpoint may take",
+            ),
         ],
         private: &[],
     },

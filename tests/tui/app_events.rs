@@ -1065,3 +1065,27 @@ fn a_dangerous_request_cannot_be_allowed_from_the_dialog() {
         }]
     );
 }
+
+#[test]
+fn undo_asks_the_session_and_the_status_bar_counts_what_can_be_taken_back() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/undo 2 force", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Undo {
+            turn: Some(2),
+            force: true
+        }]
+    );
+    app.update(Event::Session(SessionEvent::Undoable(3)));
+    let screen = render(&app, 120, 24);
+    assert!(screen.contains("3 changes to undo"), "{screen}");
+    app.update(Event::Session(SessionEvent::Note(
+        "Took back turn 2 of session s.\n  restored      src/a.rs".into(),
+    )));
+    app.update(Event::Session(SessionEvent::Undoable(0)));
+    let screen = render(&app, 120, 24);
+    assert!(screen.contains("restored      src/a.rs"), "{screen}");
+    assert!(!screen.contains("to undo"), "{screen}");
+}

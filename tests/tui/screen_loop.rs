@@ -104,6 +104,7 @@ fn init(mode: ExecutionMode) -> AppInit {
             workspace: "/work/demo".into(),
             sandbox: SandboxHealth::Ok,
             network: true,
+            undoable: 0,
             standard: None,
             tokens: 0,
             busy: false,

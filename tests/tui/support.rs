@@ -27,6 +27,7 @@ pub fn init_with(theme: &str, model: bool) -> AppInit {
             workspace: "/work/demo".into(),
             sandbox: SandboxHealth::Ok,
             network: false,
+            undoable: 0,
             standard: None,
             tokens: 0,
             busy: false,

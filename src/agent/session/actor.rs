@@ -297,10 +297,13 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             }
             SessionOp::New => {
                 match self.new_session() {
-                    Ok(Some(id)) => self.say(SessionEvent::Started {
-                        id,
-                        by_request: false,
-                    }),
+                    Ok(Some(id)) => {
+                        self.say(SessionEvent::Started {
+                            id,
+                            by_request: false,
+                        });
+                        self.tell_undoable();
+                    }
                     Ok(None) => self.refuse(
                         OpKind::New,
                         "no model is configured, so there is no session to start",
@@ -317,7 +320,11 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             }
             SessionOp::Resume(id) => {
                 match self.resume(&id) {
-                    Ok(loaded) => self.say(SessionEvent::Loaded(Box::new(loaded))),
+                    Ok(loaded) => {
+                        self.say(SessionEvent::Loaded(Box::new(loaded)));
+                        // A resumed session keeps its checkpoints.
+                        self.tell_undoable();
+                    }
                     Err(e) => self.say(SessionEvent::Failed(format!("cannot resume {id}: {e}"))),
                 }
                 None
@@ -329,6 +336,14 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                         "cannot list the sessions: {e}"
                     ))),
                 }
+                None
+            }
+            SessionOp::Undo { .. } if running => {
+                self.refuse(OpKind::Undo, BUSY);
+                None
+            }
+            SessionOp::Undo { turn, force } => {
+                self.undo(turn, force);
                 None
             }
             // Handled by the loop before it gets here.
@@ -452,6 +467,48 @@ impl<M: ChatModel + 'static> SessionActor<M> {
     }
 
     /// `!COMMAND`: the person's command, as a job (see `command::run_command`).
+    /// `/undo`: plan, and carry it out unless it would overwrite what someone else changed or
+    /// leave paths it cannot restore (then the plan is shown, and `/undo force` does it).
+    fn undo(&mut self, turn: Option<u32>, force: bool) {
+        let Some(cp) = self.parts.router.checkpoints() else {
+            self.say(SessionEvent::Failed(
+                "this session keeps no checkpoints, so there is nothing to take back".into(),
+            ));
+            return;
+        };
+        let plan = match cp.checkpoints().plan_undo(&cp.session(), turn) {
+            Ok(p) => p,
+            Err(e) => {
+                self.say(SessionEvent::Note(e.to_string()));
+                return;
+            }
+        };
+        if !force && (!plan.conflicts.is_empty() || !plan.unrestorable.is_empty()) {
+            let mut lines = crate::tools::checkpoints::plan_lines(&plan);
+            let again = turn.map_or("/undo force".to_string(), |t| format!("/undo {t} force"));
+            lines.push(format!(
+                "Nothing was changed. `{again}` restores the conflicting files too (what was \
+                 changed in them since is lost) and takes back what can be."
+            ));
+            self.say(SessionEvent::Note(lines.join("\n")));
+            return;
+        }
+        match cp.checkpoints().undo(&plan, force) {
+            Ok(report) => {
+                let event = crate::tools::checkpoints::undo_event(&plan, &report, force);
+                let lines = crate::tools::checkpoints::report_lines(&plan, &report);
+                self.say(SessionEvent::Note(lines.join("\n")));
+                if let Err(e) = self.parts.router.record_undo(&event) {
+                    self.say(SessionEvent::Failed(format!(
+                        "the undo was done, but its audit record could not be written: {e}"
+                    )));
+                }
+                self.tell_undoable();
+            }
+            Err(e) => self.say(SessionEvent::Failed(format!("the undo failed: {e}"))),
+        }
+    }
+
     fn run_command(&mut self, call_id: String, command: String) -> JoinHandle<JobEnd<M>> {
         let task = self.controller();
         let router = self.parts.router.clone();
@@ -477,6 +534,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                     self.say(SessionEvent::Failed(why));
                 }
                 self.tell_code_running_changes();
+                self.tell_undoable();
                 let notes = self
                     .runtime
                     .as_ref()
@@ -514,6 +572,15 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                     notes: Vec::new(),
                 });
             }
+        }
+    }
+
+    /// How many paths the session can take back, for the status bar.
+    fn tell_undoable(&mut self) {
+        if let Some(cp) = self.parts.router.checkpoints()
+            && let Ok(n) = cp.checkpoints().changes_in(&cp.session())
+        {
+            self.say(SessionEvent::Undoable(n));
         }
     }
 

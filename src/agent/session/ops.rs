@@ -39,6 +39,13 @@ pub enum SessionOp {
     New,
     Resume(String),
     ListSessions,
+    /// `/undo`: take back the session's last turn (or `turn` and later ones); `force` also
+    /// overwrites what someone else changed since, and restores what can be when some paths
+    /// cannot be.
+    Undo {
+        turn: Option<u32>,
+        force: bool,
+    },
     /// End the session: a running turn is cancelled and the actor stops.
     Quit,
 }
@@ -55,6 +62,7 @@ pub enum OpKind {
     Compact,
     New,
     Resume,
+    Undo,
 }
 
 impl OpKind {
@@ -70,6 +78,7 @@ impl OpKind {
             OpKind::Compact => "/compact",
             OpKind::New => "/new",
             OpKind::Resume => "/resume",
+            OpKind::Undo => "/undo",
         }
     }
 }
@@ -122,6 +131,8 @@ pub enum SessionEvent {
     },
     /// Something the session did, for the person to read.
     Note(String),
+    /// Paths the session changed that `/undo` can take back (after each turn and each undo).
+    Undoable(usize),
     /// Something the session could not do, for the person to read.
     Failed(String),
     /// A turn (a request, `!COMMAND` or `/compact`) ended; the next may start. `outcome` is the

@@ -125,6 +125,17 @@ impl ToolRouter {
         Ok(())
     }
 
+    /// Record an undo the person asked for. `Err` only when the audit log broke.
+    pub fn record_undo(
+        &self,
+        event: &crate::harness::audit::AuditEvent,
+    ) -> Result<(), RouterError> {
+        for o in &self.observers {
+            o.undone(event)?;
+        }
+        Ok(())
+    }
+
     /// The session's "allow for session" grants.
     pub fn grants(&self) -> &SessionGrants {
         &self.grants

@@ -349,6 +349,31 @@ fn tool_lines(
         if let Some(note) = &e.store_note {
             v.push(Line::styled(note.clone(), theme.hint()));
         }
+        if let Some(c) = &e.checkpoint {
+            v.push(checkpoint_line(c, theme));
+        }
     }
     v
+}
+
+/// When the call was checkpointed, and what it cannot take back.
+fn checkpoint_line(c: &crate::harness::audit::CheckpointRef, theme: &Theme) -> Line<'static> {
+    match &c.failed {
+        Some(why) if c.before.is_empty() => Line::styled(
+            format!("no checkpoint before this call, it cannot be taken back: {why}"),
+            theme.fg(theme.warning),
+        ),
+        _ if !c.uncovered.is_empty() => Line::styled(
+            format!(
+                "checkpoint (turn {}) · /undo takes it back, except: {}",
+                c.turn,
+                c.uncovered.join(", ")
+            ),
+            theme.fg(theme.warning),
+        ),
+        _ => Line::styled(
+            format!("checkpoint (turn {}) · /undo takes it back", c.turn),
+            theme.hint(),
+        ),
+    }
 }

@@ -32,6 +32,8 @@ pub struct StatusInfo {
     pub standard: Option<String>,
     pub tokens: u64,
     pub busy: bool,
+    /// Paths the session changed that `/undo` can take back.
+    pub undoable: usize,
 }
 
 pub struct StatusBar<'a> {
@@ -79,6 +81,14 @@ impl Widget for StatusBar<'_> {
             ),
             (format!("{} tok", i.tokens), t.secondary(), 0),
         ];
+        if i.undoable > 0 {
+            let s = if i.undoable == 1 { "" } else { "s" };
+            segments.push((
+                format!("{} change{s} to undo", i.undoable),
+                t.secondary(),
+                1,
+            ));
+        }
         if i.busy {
             segments.push(("working".to_string(), t.accent(), 3));
         }
@@ -178,6 +188,7 @@ mod tests {
             workspace: "/home/someone/projects/a-rather-long-project-name".into(),
             sandbox: SandboxHealth::Ok,
             network: false,
+            undoable: 0,
             standard: None,
             tokens: 12_345,
             busy: true,
