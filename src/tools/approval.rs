@@ -235,8 +235,9 @@ pub(crate) struct Rules<'a> {
     pub always: Vec<String>,
     /// The class and capabilities of the part `always` names: what a kept rule covers.
     pub always_ceiling: Option<Ceiling>,
-    /// A `pre_tool` hook asked for the person: no allow rule or session grant answers then.
-    pub hook_ask: Option<String>,
+    /// Why the person must be asked whatever else would answer (a `pre_tool` hook asked; a
+    /// checkpoint could not take some files): no allow rule or session grant answers then.
+    pub ask_reason: Option<String>,
 }
 
 pub(crate) struct CallAsk<'a> {
@@ -303,7 +304,7 @@ impl Approver for CallAsk<'_> {
                     rule,
                 );
             }
-            Verdict::Allow(rules) if !rules.is_empty() && self.rules.hook_ask.is_none() => {
+            Verdict::Allow(rules) if !rules.is_empty() && self.rules.ask_reason.is_none() => {
                 return by_rule(ApprovalDecision::Approve, &rules[0]);
             }
             Verdict::Ask(_) | Verdict::Unclear(_) | Verdict::Allow(_) | Verdict::Silent => {}
@@ -311,7 +312,7 @@ impl Approver for CallAsk<'_> {
         let grant = match self.rules.verdict {
             // An ask rule, or a deny that may apply, or a hook that asked, outranks an earlier
             // "allow for session".
-            _ if self.rules.hook_ask.is_some() => None,
+            _ if self.rules.ask_reason.is_some() => None,
             Verdict::Ask(_) | Verdict::Unclear(_) => None,
             _ => self.grants.find(&request.command, request.class),
         };
@@ -339,12 +340,7 @@ impl Approver for CallAsk<'_> {
                 .reasons
                 .iter()
                 .cloned()
-                .chain(
-                    self.rules
-                        .hook_ask
-                        .iter()
-                        .map(|why| format!("your pre_tool hook asks: {why}")),
-                )
+                .chain(self.rules.ask_reason.iter().cloned())
                 .collect(),
             targets: request.writes.clone(),
             network: request.network,

@@ -92,7 +92,8 @@ impl Live {
     async fn answer(&mut self) -> SessionEvent {
         loop {
             match self.said().await {
-                SessionEvent::Started { .. } => continue,
+                // Status updates, not answers: the session started, what `/undo` could take back.
+                SessionEvent::Started { .. } | SessionEvent::Undoable(_) => continue,
                 e => return e,
             }
         }
@@ -510,4 +511,91 @@ async fn a_turn_that_changed_files_that_run_code_says_so_as_it_ends() {
         notes.iter().all(|n| !n.contains("run code")),
         "told again, or about an ordinary file: {notes:?}"
     );
+}
+
+/// The next note the session says (status updates skipped).
+async fn next_note(live: &mut Live) -> String {
+    loop {
+        match live.said().await {
+            SessionEvent::Note(n) => return n,
+            SessionEvent::Failed(f) => panic!("{f}"),
+            _ => {}
+        }
+    }
+}
+
+/// Issue 23: `/undo` takes back the last turn's changes, whatever made them; a file the
+/// person changed since is a conflict that `/undo` shows and leaves alone, `/undo force`
+/// restores; every undo is in the audit log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_takes_back_the_last_turn_and_never_the_persons_edit_unasked() {
+    let f = Fixture::new();
+    std::fs::write(f.project.join("keep.txt"), "mine\n").unwrap();
+    let model = ScriptedModel::new(vec![
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"one\n"}"#)]),
+        text("done"),
+        calls(&[
+            ("w2", "write_file", r#"{"path":"a.txt","content":"two\n"}"#),
+            ("w3", "write_file", r#"{"path":"b.txt","content":"new\n"}"#),
+            ("d1", "delete_file", r#"{"path":"keep.txt"}"#),
+        ]),
+        text("done again"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    live.op(SessionOp::Submit("first".into()));
+    turn_notes(&mut live).await;
+    live.op(SessionOp::Submit("second".into()));
+    turn_notes(&mut live).await;
+    let read = |p: &str| std::fs::read_to_string(f.project.join(p)).ok();
+    assert_eq!(read("a.txt").as_deref(), Some("two\n"));
+    assert_eq!(read("keep.txt"), None);
+
+    live.op(SessionOp::Undo {
+        turn: None,
+        force: false,
+    });
+    let note = next_note(&mut live).await;
+    assert!(note.contains("Took back turn 2"), "{note}");
+    assert_eq!(read("a.txt").as_deref(), Some("one\n"), "{note}");
+    assert_eq!(read("b.txt"), None, "{note}");
+    assert_eq!(read("keep.txt").as_deref(), Some("mine\n"), "{note}");
+
+    // The person edits what turn 1 wrote: taking turn 1 back would lose that.
+    std::fs::write(f.project.join("a.txt"), "edited by hand\n").unwrap();
+    live.op(SessionOp::Undo {
+        turn: None,
+        force: false,
+    });
+    let note = next_note(&mut live).await;
+    assert!(
+        note.contains("conflict") && note.contains("a.txt") && note.contains("/undo force"),
+        "{note}"
+    );
+    assert_eq!(read("a.txt").as_deref(), Some("edited by hand\n"));
+    live.op(SessionOp::Undo {
+        turn: None,
+        force: true,
+    });
+    let note = next_note(&mut live).await;
+    assert!(note.contains("Took back turn 1"), "{note}");
+    assert_eq!(read("a.txt"), None, "turn 1 created it: {note}");
+    live.op(SessionOp::Undo {
+        turn: None,
+        force: false,
+    });
+    let note = next_note(&mut live).await;
+    assert!(note.contains("nothing to take back"), "{note}");
+
+    let audit = std::fs::read_dir(f.state.join("spear").join("audit"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter(|e| e.file_name() != "index.jsonl")
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    let undos = audit
+        .lines()
+        .filter(|l| l.contains("\"tool\":\"undo\""))
+        .count();
+    assert_eq!(undos, 2, "{audit}");
 }

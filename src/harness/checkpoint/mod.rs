@@ -199,6 +199,25 @@ impl Checkpoints {
         Ok((latest, scanned.read))
     }
 
+    /// What the latest checkpoint could not take (waiting for the first one if it is being
+    /// taken), with why.
+    pub fn uncovered(&self) -> Vec<(String, String)> {
+        let mut st = self.lock();
+        while st.first_running && st.latest.is_none() {
+            st = self.state.1.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        st.latest
+            .as_ref()
+            .map(|l| {
+                l.manifest
+                    .uncovered
+                    .iter()
+                    .map(|(p, w)| (p.clone(), w.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Take the checkpoint before call `call` of turn `turn_key` (a key unique to the turn in
     /// this process) in `session`.
     pub fn before_call(

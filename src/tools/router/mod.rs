@@ -19,7 +19,7 @@ use crate::harness::command_policy::{
     ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
     CommandClass, ExecutionProfile, capabilities_for,
 };
-use crate::harness::primitives::{ToolResult, ToolStatus};
+use crate::harness::primitives::{ExecutionMode, ToolResult, ToolStatus};
 use crate::harness::rules::{Asked, RuleRef, Verdict};
 use crate::tools::approval::{Answer, ApprovalId, CallAsk, Rules, SessionGrants};
 use crate::tools::checkpoints::SessionCheckpoints;
@@ -82,7 +82,7 @@ struct Trace<'a> {
     /// The person's hooks that ran for the call.
     hooks: Vec<HookRun>,
     /// A `pre_tool` hook asked that the person be asked, saying why.
-    hook_ask: Option<String>,
+    ask_reason: Option<String>,
     /// The workspace-relative paths a file tool writes, as the gates resolved them.
     resolved_writes: Vec<String>,
     /// The checkpoint taken before the call, once it ran.
@@ -208,7 +208,7 @@ impl ToolRouter {
             grant: None,
             rule: None,
             hooks: Vec::new(),
-            hook_ask: None,
+            ask_reason: None,
             resolved_writes: Vec::new(),
             checkpoint: None,
         };
@@ -359,7 +359,7 @@ impl ToolRouter {
             // A read the mode would let pass unasked is asked when a pre_tool hook said so.
             .or_else(|| {
                 trace
-                    .hook_ask
+                    .ask_reason
                     .is_some()
                     .then(|| read_assessment(&spec.name, trace.target.as_deref()))
             });
@@ -367,6 +367,34 @@ impl ToolRouter {
         let may_change = assessment
             .as_ref()
             .is_some_and(|a| a.class != CommandClass::ReadOnly);
+        // In ASK the person hears, before saying yes, which files could not be taken back.
+        if may_change
+            && turn.mode == ExecutionMode::Ask
+            && let Some(cp) = &self.checkpoints
+        {
+            let uncovered = cp.checkpoints().uncovered();
+            if !uncovered.is_empty() {
+                let listed: Vec<String> = uncovered
+                    .iter()
+                    .take(10)
+                    .map(|(p, why)| format!("{p} ({why})"))
+                    .collect();
+                let more = uncovered.len().saturating_sub(listed.len());
+                let line = format!(
+                    "the checkpoint cannot take back {}{}: if this call changes them, /undo cannot restore them",
+                    listed.join(", "),
+                    if more > 0 {
+                        format!(" and {more} more")
+                    } else {
+                        String::new()
+                    }
+                );
+                trace.ask_reason = Some(match trace.ask_reason.take() {
+                    Some(hook) => format!("{hook}; {line}"),
+                    None => line,
+                });
+            }
+        }
         let (profile, decision) = match assessment {
             None => {
                 trace.decided_by = Some(DecidedBy::Mode);
@@ -429,7 +457,7 @@ impl ToolRouter {
         match answer {
             PreAnswer::Proceed => Ok(()),
             PreAnswer::Ask(why) => {
-                trace.hook_ask = Some(why);
+                trace.ask_reason = Some(format!("your pre_tool hook asks: {why}"));
                 Ok(())
             }
             PreAnswer::Deny(message) => {
@@ -466,7 +494,7 @@ impl ToolRouter {
             verdict: &verdict,
             always: explained.always_choices(),
             always_ceiling: explained.always_ceiling(),
-            hook_ask: trace.hook_ask.clone(),
+            ask_reason: trace.ask_reason.clone(),
         };
         let recording = CallAsk::new(
             turn.approver.as_ref(),
@@ -479,7 +507,7 @@ impl ToolRouter {
         let mut result = self.host.authorize(turn.mode, turn.network, a, &recording);
         // A hook that asked is heard where the mode would not ask: the person is asked now.
         if let (Some(_), AuthorizationResult::Granted { asked: false, .. }) =
-            (&trace.hook_ask, &result)
+            (&trace.ask_reason, &result)
             && !matches!(verdict, Verdict::Deny(_) | Verdict::Unclear(_))
         {
             let request = ApprovalRequest {
