@@ -114,6 +114,9 @@ pub struct SessionSummary {
 pub struct LoadedSession {
     pub meta: SessionMeta,
     pub messages: Vec<ChatMessage>,
+    /// The last line was cut by a crash: its length (it was skipped, and is cut off before
+    /// the session is written again).
+    pub torn: Option<usize>,
 }
 
 /// The sessions of one workspace.
@@ -217,6 +220,19 @@ impl SessionStore {
             .append(true)
             .open(&path)
             .map_err(io_err("open", &path))?;
+        // A line cut by a crash would glue onto the next record and make the file unreadable
+        // past it: it is cut off, back to the last whole line, before anything is appended.
+        if loaded.torn.is_some() {
+            let bytes = std::fs::read(&path).map_err(io_err("read", &path))?;
+            // The torn line is the last one, with or without a newline after it.
+            let end = bytes.len() - usize::from(bytes.ends_with(b"\n"));
+            let whole = bytes[..end]
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |i| i + 1);
+            file.set_len(whole as u64)
+                .map_err(io_err("truncate", &path))?;
+        }
         let mut w = SessionWriter {
             file,
             path,
@@ -243,6 +259,7 @@ impl SessionStore {
             .map_err(io_err("read", &path))?;
         let mut meta = None;
         let mut messages = Vec::new();
+        let mut torn = None;
         let last = lines.len();
         for (i, line) in lines.iter().enumerate() {
             match serde_json::from_str::<StoredRecord>(line) {
@@ -250,7 +267,7 @@ impl SessionStore {
                 Ok(StoredRecord::Message { message }) => messages.push(message),
                 Ok(StoredRecord::Compacted { messages: m }) => messages = m,
                 Ok(StoredRecord::Other) => {}
-                Err(_) if i + 1 == last => {}
+                Err(_) if i + 1 == last => torn = Some(line.len()),
                 Err(_) => {
                     return Err(SessionError::Corrupt {
                         path: path.clone(),
@@ -266,6 +283,7 @@ impl SessionStore {
         Ok(LoadedSession {
             meta,
             messages: repair(messages),
+            torn,
         })
     }
 

@@ -120,6 +120,21 @@ fn a_session_cut_by_a_crash_mid_call_loads_with_the_call_answered() {
         matches!(&s.messages[2], ChatMessage::Tool { tool_call_id, content }
         if tool_call_id == "c1" && content.starts_with("[cancelled]"))
     );
+    assert!(s.torn.is_some(), "the torn line is reported");
+    // Resumed, written to, and resumed again: the torn line was cut off, not glued onto the
+    // next record (which would make the file unreadable from there on).
+    let (_, mut w) = store.resume(&id).unwrap();
+    w.write(&spear::agent::transcript::SessionRecord::Message {
+        message: &ChatMessage::User {
+            content: "go on".into(),
+        },
+    })
+    .unwrap();
+    drop(w);
+    let again = store.load(&id).unwrap();
+    assert_eq!(again.torn, None);
+    assert_eq!(again.messages.len(), 4, "{:?}", again.messages);
+    let (_, _w) = store.resume(&id).unwrap();
 }
 
 #[test]

@@ -695,6 +695,7 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
                     reasoning: None,
                 },
             ],
+            torn: None,
         },
     ))));
     assert_eq!(app.status.mode, ExecutionMode::Auto);

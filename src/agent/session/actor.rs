@@ -321,7 +321,15 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             SessionOp::Resume(id) => {
                 match self.resume(&id) {
                     Ok(loaded) => {
+                        let torn = loaded.torn;
                         self.say(SessionEvent::Loaded(Box::new(loaded)));
+                        if let Some(n) = torn {
+                            self.say(SessionEvent::Note(format!(
+                                "the last line of session {id} was cut short ({n} bytes, left by \
+                                 a crash): it was skipped, and the conversation goes on from the \
+                                 line before"
+                            )));
+                        }
                         // A resumed session keeps its checkpoints.
                         self.tell_undoable();
                     }
