@@ -313,7 +313,7 @@ impl SessionBuilder {
     /// background from now on).
     pub fn checkpoints(&self) -> Result<SessionCheckpoints, BuildError> {
         let (dir, root) = workspace_state_dir(&self.place.state, "checkpoints", &self.place.root)?;
-        let cp = Checkpoints::open(&root, &dir, self.harness.checkpoint_limits)
+        let cp = Checkpoints::open(&root, &dir, self.harness.checkpoint_limits.clone())
             .map_err(BuildError::Checkpoints)?;
         Ok(SessionCheckpoints::new(cp, self.audit_session.clone()))
     }
@@ -406,6 +406,9 @@ impl SessionBuilder {
             .with_refusal_limit(self.harness.refusal_repeats);
         for o in &self.observers {
             router = router.with_observer(o.clone());
+        }
+        if !self.harness.checkpoints_enabled {
+            return Ok(router);
         }
         Ok(router.with_checkpoints(Arc::new(self.checkpoints()?)))
     }

@@ -33,6 +33,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub results: ResultsTable,
     #[serde(default)]
+    pub checkpoints: CheckpointsTable,
+    #[serde(default)]
     pub web: WebTable,
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderTable>,
@@ -93,6 +95,17 @@ pub struct CgroupsTable {
     pub memory_max_bytes: Option<Spanned<u64>>,
     pub tasks_max: Option<Spanned<u64>>,
     pub cpu_quota_percent: Option<Spanned<u64>>,
+}
+
+/// `[checkpoints]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointsTable {
+    pub enabled: Option<bool>,
+    pub budget_bytes: Option<Spanned<u64>>,
+    pub max_file_bytes: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub ignore: Vec<Spanned<String>>,
 }
 
 /// `[results]`.

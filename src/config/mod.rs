@@ -193,7 +193,11 @@ pub struct HarnessSettings {
     pub rules_file: Option<PathBuf>,
     /// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`, checked.
     pub hooks: crate::tools::hooks::Hooks,
-    /// What one checkpoint may take, and the store's budget per workspace.
+    /// `[checkpoints] enabled` (default true): a checkpoint before and after every call that
+    /// may change the tree.
+    pub checkpoints_enabled: bool,
+    /// `[checkpoints]`: what one checkpoint may take, the store's budget per workspace, and
+    /// patterns left out besides the ignore files'.
     pub checkpoint_limits: crate::harness::checkpoint::Limits,
 }
 
@@ -210,6 +214,7 @@ impl Default for HarnessSettings {
             cgroup_limits: Default::default(),
             rules_file: None,
             hooks: Default::default(),
+            checkpoints_enabled: true,
             checkpoint_limits: Default::default(),
         }
     }

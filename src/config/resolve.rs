@@ -237,8 +237,55 @@ pub fn harness(
         cgroup_limits,
         rules_file: Some(path.with_file_name("rules.toml")),
         hooks: hooks(path, text, &file.hooks)?,
-        checkpoint_limits: Default::default(),
+        checkpoints_enabled: file.checkpoints.enabled.unwrap_or(true),
+        checkpoint_limits: checkpoint_limits(&file.checkpoints, &bad)?,
     })
+}
+
+/// `[checkpoints]`: sizes more than 0, patterns that are globs.
+fn checkpoint_limits(
+    table: &super::file::CheckpointsTable,
+    bad: &dyn Fn(&std::ops::Range<usize>, String, &str) -> ConfigError,
+) -> Result<crate::harness::checkpoint::Limits, ConfigError> {
+    let mut limits = crate::harness::checkpoint::Limits::default();
+    for (value, key, slot) in [
+        (
+            &table.budget_bytes,
+            "budget_bytes",
+            &mut limits.store_budget,
+        ),
+        (
+            &table.max_file_bytes,
+            "max_file_bytes",
+            &mut limits.max_file_bytes,
+        ),
+    ] {
+        if let Some(v) = value {
+            if *v.get_ref() == 0 {
+                return Err(bad(
+                    &v.span(),
+                    format!("[checkpoints] {key} must be more than 0"),
+                    "write a number of bytes, or remove the line for the default",
+                ));
+            }
+            *slot = *v.get_ref();
+        }
+    }
+    for p in &table.ignore {
+        let mut b = ignore::gitignore::GitignoreBuilder::new("/");
+        if let Err(e) = b.add_line(None, p.get_ref()) {
+            return Err(bad(
+                &p.span(),
+                format!(
+                    "[checkpoints] ignore: `{}` is not a pattern ({e})",
+                    p.get_ref()
+                ),
+                "write gitignore patterns, such as \"*.bin\" or \"data/\"",
+            ));
+        }
+        limits.ignore.push(p.get_ref().clone());
+    }
+    Ok(limits)
 }
 
 /// The hooks, each program checked (absolute, executable, writable by its owner only); that

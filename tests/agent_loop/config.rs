@@ -153,6 +153,21 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
             ":2:",
             "`results.budget_bytes`",
         ),
+        (
+            "[checkpoints]\nbudget_bytes = 0\n",
+            ":2:",
+            "`checkpoints.budget_bytes`",
+        ),
+        (
+            "[checkpoints]\nignore = [\"data/\", \"[z-a]\"]\n",
+            ":2:",
+            "`checkpoints.ignore`",
+        ),
+        (
+            "[checkpoints]\nenable = true\n",
+            ":2:",
+            "`checkpoints.enable`",
+        ),
         ("[themes]\n", ":1:", "`themes`"),
         ("[limits]\nprocesses = 0\n", ":2:", "`limits.processes`"),
         ("[limits]\nmemory = 1\n", ":2:", "`limits.memory`"),

@@ -129,8 +129,8 @@ impl Checkpoints {
         &self.store
     }
 
-    pub fn limits(&self) -> Limits {
-        self.limits
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -179,7 +179,7 @@ impl Checkpoints {
             previous.as_ref().map(|l| &l.manifest),
             Some(&self.store),
             store_bytes,
-            self.limits,
+            &self.limits,
         )
         .map_err(CheckpointError::Walk)?;
         // A parent a prune removed cannot carry a delta: then the manifest is stored whole.

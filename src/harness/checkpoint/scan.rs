@@ -22,7 +22,7 @@ use super::store::Store;
 use crate::harness::workspace::snapshot::read_rules;
 
 /// What one checkpoint may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Paths recorded at most; past it the rest is uncovered.
     pub max_entries: usize,
@@ -30,6 +30,27 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// The store may grow to this many bytes of blobs; a file that would pass it is uncovered.
     pub store_budget: u64,
+    /// Patterns left out besides the ignore files' (gitignore syntax, from the workspace
+    /// root), from the configuration's `[checkpoints] ignore`.
+    pub ignore: Vec<String>,
+}
+
+impl Limits {
+    /// The configured patterns as a matcher rooted at `root`; `Err` names a pattern that is
+    /// not a valid glob.
+    pub fn ignore_matcher(&self, root: &Path) -> Result<Option<Arc<Gitignore>>, String> {
+        if self.ignore.is_empty() {
+            return Ok(None);
+        }
+        let mut b = ignore::gitignore::GitignoreBuilder::new(root);
+        for p in &self.ignore {
+            b.add_line(None, p)
+                .map_err(|e| format!("`{p}` is not a pattern: {e}"))?;
+        }
+        b.build()
+            .map(|g| Some(Arc::new(g)))
+            .map_err(|e| e.to_string())
+    }
 }
 
 impl Default for Limits {
@@ -38,6 +59,7 @@ impl Default for Limits {
             max_entries: 200_000,
             max_file_bytes: 64 << 20,
             store_budget: 2 << 30,
+            ignore: Vec::new(),
         }
     }
 }
@@ -77,7 +99,7 @@ pub fn scan(
     previous: Option<&Manifest>,
     store: Option<&Store>,
     store_bytes: u64,
-    limits: Limits,
+    limits: &Limits,
 ) -> std::io::Result<Scanned> {
     let taken_ns = now_ns();
     let fd = rustix::fs::open(
@@ -85,10 +107,11 @@ pub fn scan(
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
+    let configured = limits.ignore_matcher(root).map_err(std::io::Error::other)?;
     let mut walk = Walk {
         store,
         previous,
-        limits,
+        limits: limits.clone(),
         store_bytes,
         out: Manifest {
             taken_ns,
@@ -96,7 +119,7 @@ pub fn scan(
         },
         read: 0,
     };
-    walk.dir(&fd, root, "", &[]);
+    walk.dir(&fd, root, "", &configured.into_iter().collect::<Vec<_>>());
     Ok(Scanned {
         manifest: walk.out,
         read: walk.read,
@@ -295,5 +318,75 @@ impl Walk<'_> {
             }
             None => Ok(super::store::sha256_hex(&bytes)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::create_dir_all(p.join("target/debug")).unwrap();
+        std::fs::create_dir_all(p.join("data")).unwrap();
+        std::fs::create_dir_all(p.join(".git")).unwrap();
+        std::fs::write(p.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(p.join("src/main.rs"), "fn main() {}\n").unwrap();
+        std::fs::write(p.join("target/debug/big"), vec![0u8; 4096]).unwrap();
+        std::fs::write(p.join("data/set.csv"), "a,b\n").unwrap();
+        std::fs::write(p.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(p.join("large.bin"), vec![1u8; 100]).unwrap();
+        std::os::unix::fs::symlink("src/main.rs", p.join("link")).unwrap();
+        d
+    }
+
+    #[test]
+    fn what_is_ignored_or_too_large_is_left_out_and_links_are_not_followed() {
+        let d = tree();
+        let store_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(store_dir.path()).unwrap();
+        let limits = Limits {
+            max_file_bytes: 50,
+            ignore: vec!["data/".into()],
+            ..Limits::default()
+        };
+        let s = scan(d.path(), None, Some(&store), 0, &limits).unwrap();
+        let m = &s.manifest;
+        let paths: Vec<&str> = m.entries.keys().map(String::as_str).collect();
+        assert_eq!(paths, [".gitignore", "link", "src", "src/main.rs"], "{m:?}");
+        assert_eq!(m.entries["link"].target.as_deref(), Some("src/main.rs"));
+        assert!(m.uncovered["large.bin"].contains("larger than"), "{m:?}");
+        assert_eq!(s.read, 2, "only .gitignore and src/main.rs are read");
+        // The next walk reads nothing that did not change (once past the racy tick).
+        let mut old = s.manifest.clone();
+        old.taken_ns += 10_000_000_000;
+        let again = scan(d.path(), Some(&old), Some(&store), 0, &limits).unwrap();
+        assert_eq!(again.read, 0);
+        std::fs::write(d.path().join("src/main.rs"), "fn main() { }\n").unwrap();
+        let changed = scan(d.path(), Some(&old), Some(&store), 0, &limits).unwrap();
+        assert_eq!(changed.read, 1);
+        assert_ne!(
+            changed.manifest.entries["src/main.rs"].hash,
+            s.manifest.entries["src/main.rs"].hash
+        );
+    }
+
+    #[test]
+    fn a_file_past_the_store_budget_is_uncovered() {
+        let d = tree();
+        let store_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(store_dir.path()).unwrap();
+        let limits = Limits {
+            store_budget: 20,
+            ..Limits::default()
+        };
+        let s = scan(d.path(), None, Some(&store), 0, &limits).unwrap();
+        assert!(
+            s.manifest.uncovered.values().any(|w| w.contains("budget")),
+            "{:?}",
+            s.manifest.uncovered
+        );
     }
 }
