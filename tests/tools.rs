@@ -15,6 +15,8 @@ mod alone;
 mod approvals;
 #[path = "support/approver.rs"]
 mod approver;
+#[path = "tools/checkpoints.rs"]
+mod checkpoints;
 #[path = "tools/cli.rs"]
 mod cli;
 #[path = "tools/exposure.rs"]

@@ -222,7 +222,7 @@ fn prune(
 ) -> anyhow::Result<ExitCode> {
     let budget = budget_mib.map_or(cp.limits().store_budget, |m| m << 20);
     if let Some(s) = &session {
-        let path = cp.store().dir().join("sessions").join(format!("{s}.jsonl"));
+        let path = cp.store().session_log(s)?;
         anyhow::ensure!(
             path.exists(),
             "no checkpoints for session {s}; `spear checkpoints` lists those there are"

@@ -38,6 +38,12 @@ pub struct CallRecord {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {
     Call(CallRecord),
+    /// A request of the person began (`text` is the SHA-256 of its words): a rewind to it
+    /// takes back every call from then on.
+    Request {
+        at_ms: u64,
+        text: String,
+    },
     /// Turns `back_to_turn` and later were taken back (their calls no longer count).
     Undo {
         back_to_turn: u32,
@@ -116,9 +122,25 @@ impl SessionLog {
             match r {
                 Record::Call(c) => live.push(c),
                 Record::Undo { back_to_turn, .. } => live.retain(|c| c.turn < *back_to_turn),
+                Record::Request { .. } => {}
             }
         }
         live
+    }
+
+    /// The first turn to take back to return to the moment request `text` (its SHA-256)
+    /// last began: the earliest live call made since. `None` when nothing changed since, or
+    /// the request is not on record.
+    pub fn turn_since_request(&self, text: &str) -> Option<u32> {
+        let at = self.records.iter().rev().find_map(|r| match r {
+            Record::Request { at_ms, text: t } if t == text => Some(*at_ms),
+            _ => None,
+        })?;
+        self.live_calls()
+            .iter()
+            .filter(|c| c.at_ms >= at)
+            .map(|c| c.turn)
+            .min()
     }
 
     /// The highest turn number used so far (undone turns included, so numbers never repeat).
@@ -127,7 +149,7 @@ impl SessionLog {
             .iter()
             .filter_map(|r| match r {
                 Record::Call(c) => Some(c.turn),
-                Record::Undo { .. } => None,
+                Record::Undo { .. } | Record::Request { .. } => None,
             })
             .max()
             .unwrap_or(0)

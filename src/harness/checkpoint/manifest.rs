@@ -3,7 +3,7 @@
 //! reading it), and what restores it (the content's SHA-256, or a link's target). Paths it
 //! could not take are listed with the reason, so a restore can say what it cannot bring back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,22 +42,22 @@ pub struct Entry {
 impl Entry {
     /// Whether `self` and `other` are the same state of a path: what a person sees and a
     /// restore brings back (kind, mode, owner, content, link target), not the times or inode.
+    /// A file whose content was not taken (too large) is the same only while its identity,
+    /// size and times are.
     pub fn same_state(&self, other: &Entry) -> bool {
-        (
-            self.kind,
-            self.mode,
-            self.uid,
-            self.gid,
-            &self.hash,
-            &self.target,
-        ) == (
-            other.kind,
-            other.mode,
-            other.uid,
-            other.gid,
-            &other.hash,
-            &other.target,
-        )
+        let unread = self.kind == Kind::File && (self.hash.is_none() || other.hash.is_none());
+        let state = |e: &Entry| {
+            (
+                e.kind,
+                e.mode,
+                e.uid,
+                e.gid,
+                e.hash.clone(),
+                e.target.clone(),
+            )
+        };
+        let stat = |e: &Entry| (e.size, e.mtime_ns, e.ctime_ns, e.ino);
+        state(self) == state(other) && (!unread || stat(self) == stat(other))
     }
 
     /// Whether the file may have changed since `self` was taken at `taken_ns`: its identity,
@@ -85,6 +85,21 @@ impl Entry {
     }
 }
 
+fn under(path: &str, dir: &str) -> bool {
+    path.strip_prefix(dir)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `a/b/c` gives `a/b`, then `a`.
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    let mut rest = path;
+    std::iter::from_fn(move || {
+        let (parent, _) = rest.rsplit_once('/')?;
+        rest = parent;
+        Some(parent)
+    })
+}
+
 /// Two states of a path (either may be absent) are the same state.
 pub fn same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
     match (a, b) {
@@ -102,8 +117,13 @@ pub struct Manifest {
     /// Workspace-relative path (`/`-separated, UTF-8) to its state.
     pub entries: BTreeMap<String, Entry>,
     /// Paths this checkpoint could not take back, with why (too large, unreadable, over the
-    /// budget, a name that is not UTF-8, past the entry bound).
+    /// budget, a name that is not UTF-8, past the entry bound). A file among them still has its
+    /// entry (without content), so a change to it is seen.
     pub uncovered: BTreeMap<String, String>,
+    /// Paths the ignore rules left out (each one itself; nothing under an ignored directory
+    /// was looked at): out of the checkpoint's scope, so never taken back, nor removed.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub ignored: BTreeSet<String>,
 }
 
 impl Manifest {
@@ -111,10 +131,13 @@ impl Manifest {
     /// it was absent (then it is removed). A path under an uncovered directory is not.
     pub fn covers(&self, path: &str) -> bool {
         !self.uncovered.contains_key(path)
-            && !self.uncovered.keys().any(|u| {
-                path.strip_prefix(u.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
-            })
+            && !self.uncovered.keys().any(|u| under(path, u))
+            && !self.ignores(path)
+    }
+
+    /// Whether the ignore rules left `path` (or a directory above it) out of this checkpoint.
+    pub fn ignores(&self, path: &str) -> bool {
+        self.ignored.contains(path) || ancestors(path).any(|a| self.ignored.contains(a))
     }
 
     /// The difference from `base` to `self` (what a delta file stores).
@@ -136,6 +159,7 @@ impl Manifest {
             set,
             unset,
             uncovered: self.uncovered.clone(),
+            ignored: self.ignored.clone(),
         }
     }
 
@@ -147,6 +171,7 @@ impl Manifest {
         base.entries.extend(delta.set);
         base.taken_ns = delta.taken_ns;
         base.uncovered = delta.uncovered;
+        base.ignored = delta.ignored;
         base
     }
 }
@@ -158,6 +183,8 @@ pub struct Delta {
     pub set: BTreeMap<String, Entry>,
     pub unset: Vec<String>,
     pub uncovered: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub ignored: BTreeSet<String>,
 }
 
 #[cfg(test)]
@@ -227,5 +254,18 @@ mod tests {
         assert!(!m.covers("big"));
         assert!(!m.covers("big/a"));
         assert!(m.covers("bigger"));
+        m.ignored.insert("target".into());
+        assert!(!m.covers("target/debug/x") && m.ignores("target/debug/x"));
+        assert!(m.covers("targets"));
+    }
+
+    #[test]
+    fn a_file_without_its_content_is_the_same_only_while_its_stat_is() {
+        let mut a = file("1", 1);
+        a.hash = None;
+        let mut b = a.clone();
+        assert!(a.same_state(&b));
+        b.size = 4;
+        assert!(!a.same_state(&b));
     }
 }

@@ -258,7 +258,7 @@ impl Checkpoints {
         let after = self.take_now();
         taken.record.after = after.as_ref().ok().map(|(l, _)| l.id.clone());
         SessionLog::append(
-            &self.store.session_log(&taken.session),
+            &self.store.session_log(&taken.session)?,
             &Record::Call(taken.record.clone()),
         )?;
         after?;
@@ -275,15 +275,37 @@ impl Checkpoints {
         {
             return Ok(*n);
         }
-        let log = SessionLog::read(&self.store.session_log(session))?;
+        let log = SessionLog::read(&self.store.session_log(session)?)?;
         let n = log.last_turn() + 1;
         st.turn = Some((session.to_string(), turn_key, n));
         Ok(n)
     }
 
+    /// Note that a request of the person (`text`) begins now in `session`.
+    pub fn note_request(&self, session: &str, text: &str) -> Result<(), CheckpointError> {
+        SessionLog::append(
+            &self.store.session_log(session)?,
+            &Record::Request {
+                at_ms: now_ms(),
+                text: store::sha256_hex(text.as_bytes()),
+            },
+        )
+    }
+
+    /// The turn to take back to return to just before request `text` of `session` began.
+    pub fn turn_since_request(
+        &self,
+        session: &str,
+        text: &str,
+    ) -> Result<Option<u32>, CheckpointError> {
+        Ok(self
+            .session_log(session)?
+            .turn_since_request(&store::sha256_hex(text.as_bytes())))
+    }
+
     /// The log of `session`.
     pub fn session_log(&self, session: &str) -> Result<SessionLog, CheckpointError> {
-        SessionLog::read(&self.store.session_log(session))
+        SessionLog::read(&self.store.session_log(session)?)
     }
 
     /// The sessions that have a log, newest first (by the log's last change).
@@ -335,7 +357,7 @@ impl Checkpoints {
     pub fn undo(&self, plan: &Plan, force: bool) -> Result<Report, CheckpointError> {
         let report = restore::apply(self, plan, force)?;
         SessionLog::append(
-            &self.store.session_log(&plan.session),
+            &self.store.session_log(&plan.session)?,
             &Record::Undo {
                 back_to_turn: plan.back_to_turn,
                 at_ms: now_ms(),

@@ -61,6 +61,9 @@ pub struct Plan {
     pub conflicts: Vec<Conflict>,
     /// Paths the session changed that no checkpoint can bring back, with why.
     pub unrestorable: Vec<(String, String)>,
+    /// Paths the ignore rules left out when the range began: out of scope, left as they are.
+    #[serde(default)]
+    pub ignored: Vec<String>,
     /// The workspace has a `.git`, whose HEAD and index an undo does not move.
     pub has_git: bool,
 }
@@ -151,10 +154,9 @@ pub(super) fn plan(
         let after = ms.get(c.after.as_deref().unwrap_or_default())?.clone();
         pairs.push((before, after));
     }
-    let latest = &pairs[pairs.len() - 1].1;
-    let now = scan::scan(cp.root(), Some(latest), None, 0, cp.limits())
-        .map_err(CheckpointError::Walk)?
-        .manifest;
+    // What each path holds now is looked at directly, not through a walk: the ignore rules
+    // of now (which a call may have changed) must not hide a path the checkpoints know.
+    let now_of = |p: &str| scan::inspect(cp.root(), p, cp.limits());
     let mut paths: BTreeSet<&String> = BTreeSet::new();
     for (b, a) in &pairs {
         paths.extend(b.entries.keys());
@@ -174,6 +176,7 @@ pub(super) fn plan(
         steps: Vec::new(),
         conflicts: Vec::new(),
         unrestorable: Vec::new(),
+        ignored: Vec::new(),
         has_git: cp.root().join(".git").exists(),
     };
     for p in paths {
@@ -189,6 +192,12 @@ pub(super) fn plan(
             continue;
         };
         let before = &pairs[first].0;
+        if before.ignores(p) {
+            // Never in a checkpoint's scope, so never taken back, and never removed either
+            // (an edit of .gitignore must not make an undo delete what it hid).
+            out.ignored.push(p.clone());
+            continue;
+        }
         if !before.covers(p) {
             let why = before
                 .uncovered
@@ -216,17 +225,25 @@ pub(super) fn plan(
             }
         }
         let left = &pairs[last].1;
-        if !left.covers(p) || !now.covers(p) {
-            why = Some("what it holds now is not known (too large or unreadable)".into());
-        } else if !same(left.entries.get(p), now.entries.get(p)) {
+        let current = now_of(p);
+        if same(current.as_ref(), to.as_ref()) {
+            continue;
+        }
+        if !left.covers(p) {
+            why = Some(format!(
+                "what this session's call {} left in it is not known (it was {} then)",
+                range[last].call,
+                if left.ignores(p) {
+                    "ignored"
+                } else {
+                    "not taken"
+                }
+            ));
+        } else if !same(left.entries.get(p), current.as_ref()) {
             why = Some(format!(
                 "it was changed after this session's call {} (by you or another program)",
                 range[last].call
             ));
-        }
-        let current = now.entries.get(p).cloned();
-        if same(current.as_ref(), to.as_ref()) {
-            continue;
         }
         if let Some(why) = &why {
             out.conflicts.push(Conflict {
@@ -247,7 +264,7 @@ pub(super) fn plan(
 /// Apply `plan`: journal it, finish any earlier journal first, carry out its steps (conflicts
 /// only when `force`), and remove the journal.
 pub(super) fn apply(cp: &Checkpoints, plan: &Plan, force: bool) -> Result<Report, CheckpointError> {
-    let journal = cp.store().journal(&plan.session);
+    let journal = cp.store().journal(&plan.session)?;
     let mut report = Report::default();
     if let Ok(bytes) = std::fs::read(&journal)
         && let Ok(earlier) = serde_json::from_slice::<Journal>(&bytes)
@@ -313,6 +330,18 @@ fn carry_out(cp: &Checkpoints, steps: &[Step], report: &mut Report) {
             return;
         }
     };
+    // A directory the restore must write in but may not (the model made it read-only, or it
+    // comes back read-only) is opened up for the restore and given its mode back at the end.
+    let mut relaxed: BTreeMap<String, u32> = BTreeMap::new();
+    for s in steps {
+        let (dir, _) = split(&s.path);
+        if !dir.is_empty() {
+            relax(&root, dir, &mut relaxed);
+        }
+        if s.now.as_ref().is_some_and(|n| n.kind == Kind::Dir) {
+            relax(&root, &s.path, &mut relaxed);
+        }
+    }
     // Deepest first: what must go (created paths, and whatever stands where another kind
     // must return).
     let mut failed: BTreeSet<String> = BTreeSet::new();
@@ -352,6 +381,72 @@ fn carry_out(cp: &Checkpoints, steps: &[Step], report: &mut Report) {
             Err(why) => report.failed.push((s.path.clone(), why)),
         }
     }
+    // Deepest first, once everything is in place: directories get their modes (a 0555
+    // directory made first could not be filled), and those opened up get theirs back.
+    let removed: BTreeSet<&str> = steps
+        .iter()
+        .filter(|s| s.to.is_none())
+        .map(|s| s.path.as_str())
+        .collect();
+    let mut modes: BTreeMap<String, u32> = relaxed
+        .into_iter()
+        .filter(|(d, _)| !removed.contains(d.as_str()))
+        .collect();
+    for s in steps {
+        if let Some(to) = s.to.as_ref().filter(|t| t.kind == Kind::Dir)
+            && !failed.contains(&s.path)
+        {
+            modes.insert(s.path.clone(), to.mode);
+        }
+    }
+    for (dir, mode) in modes.iter().rev() {
+        if set_dir_mode(&root, dir, *mode).is_err() && steps.iter().any(|s| &s.path == dir) {
+            report
+                .failed
+                .push((dir.clone(), "its mode could not be given back".into()));
+        }
+    }
+}
+
+/// Open `dir` for writing by its owner if it is not, remembering its mode.
+fn relax(root: &OwnedFd, dir: &str, relaxed: &mut BTreeMap<String, u32>) {
+    if relaxed.contains_key(dir) {
+        return;
+    }
+    let Some(fd) = beneath::open_dir(root, Path::new(dir)).and_then(|o| {
+        rustix::fs::openat(
+            &o,
+            c".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()
+    }) else {
+        return;
+    };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return;
+    };
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o300 != 0o300 && rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode | 0o700)).is_ok() {
+        relaxed.insert(dir.to_string(), mode);
+    }
+}
+
+/// Give the directory `dir` its mode (no set-id bit), never through a link.
+fn set_dir_mode(root: &OwnedFd, dir: &str, mode: u32) -> Result<(), String> {
+    let fd = beneath::open_dir(root, Path::new(dir))
+        .and_then(|o| {
+            rustix::fs::openat(
+                &o,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()
+        })
+        .ok_or("it is not a directory in the workspace")?;
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o1777)).map_err(|e| e.to_string())
 }
 
 /// Unlink `path` itself (a directory only when empty), never following it.
@@ -385,21 +480,11 @@ fn put(cp: &Checkpoints, root: &OwnedFd, path: &str, to: &Entry) -> Result<bool,
     let setid = to.mode & 0o6000 != 0;
     let mode = Mode::from_raw_mode(to.mode & 0o1777);
     match to.kind {
-        Kind::Dir => {
-            match rustix::fs::mkdirat(&parent, &name, Mode::from_raw_mode(0o700)) {
-                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                Err(e) => return Err(format!("the directory could not be made ({e})")),
-            }
-            let dir = rustix::fs::openat(
-                &parent,
-                &name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| format!("the directory could not be opened ({e})"))?;
-            rustix::fs::fchmod(&dir, mode)
-                .map_err(|e| format!("its mode could not be set ({e})"))?;
-        }
+        // Its mode is given at the end, once what it holds is back.
+        Kind::Dir => match rustix::fs::mkdirat(&parent, &name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(format!("the directory could not be made ({e})")),
+        },
         Kind::File => {
             let hash = to.hash.as_deref().ok_or("its content was not recorded")?;
             let bytes = cp.store().blob(hash).map_err(|e| e.to_string())?;
@@ -462,7 +547,9 @@ pub(super) fn prune(
         if Some(s.as_str()) == keep {
             continue;
         }
-        let _ = std::fs::remove_file(store.session_log(s));
+        if let Ok(log) = store.session_log(s) {
+            let _ = std::fs::remove_file(log);
+        }
         removed.push(s.clone());
         size = collect(cp)?;
     }
@@ -477,7 +564,10 @@ fn collect(cp: &Checkpoints) -> Result<u64, CheckpointError> {
     let store = cp.store();
     let mut manifests: BTreeSet<String> = BTreeSet::new();
     for (s, _) in cp.sessions() {
-        let log = SessionLog::read(&store.session_log(&s))?;
+        let Ok(path) = store.session_log(&s) else {
+            continue;
+        };
+        let log = SessionLog::read(&path)?;
         for r in &log.records {
             if let super::log::Record::Call(c) = r {
                 for id in std::iter::once(&c.before).chain(c.after.iter()) {

@@ -19,6 +19,7 @@ use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
 
 use super::manifest::{Entry, Kind, Manifest};
 use super::store::Store;
+use crate::harness::workspace::beneath;
 use crate::harness::workspace::snapshot::read_rules;
 
 /// What one checkpoint may take.
@@ -220,6 +221,7 @@ impl Walk<'_> {
             };
             let kind = kind_of(&st);
             if ignored(&matchers, &abs_child, kind == Kind::Dir) {
+                self.out.ignored.insert(child);
                 continue;
             }
             if self.out.entries.len() >= self.limits.max_entries {
@@ -228,12 +230,11 @@ impl Walk<'_> {
             }
             let mut e = entry_of(&st, kind);
             match kind {
+                // A file whose content is not taken keeps its entry without it, so a change
+                // to it is still seen (and a restore knows it cannot bring it back).
                 Kind::File => match self.content(dir, &cname, &child, &e) {
                     Ok(hash) => e.hash = Some(hash),
-                    Err(why) => {
-                        self.uncover(&child, why);
-                        continue;
-                    }
+                    Err(why) => self.uncover(&child, why),
                 },
                 Kind::Link => match rustix::fs::readlinkat(dir, &cname, Vec::new()) {
                     Ok(t) => match t.into_string() {
@@ -283,14 +284,14 @@ impl Walk<'_> {
         }
         if now.size > self.limits.max_file_bytes {
             return Err(format!(
-                "larger than {} MiB, the most a checkpoint keeps of one file",
-                self.limits.max_file_bytes >> 20
+                "larger than {}, the most a checkpoint keeps of one file",
+                size_text(self.limits.max_file_bytes)
             ));
         }
         if self.store.is_some() && self.store_bytes + now.size > self.limits.store_budget {
             return Err(format!(
-                "the checkpoint store is at its budget ({} MiB); `spear checkpoints prune` frees it",
-                self.limits.store_budget >> 20
+                "the checkpoint store is at its budget ({}); `spear checkpoints prune` frees it",
+                size_text(self.limits.store_budget)
             ));
         }
         let fd = rustix::fs::openat(
@@ -319,6 +320,64 @@ impl Walk<'_> {
             None => Ok(super::store::sha256_hex(&bytes)),
         }
     }
+}
+
+/// A size in the largest unit that shows it whole enough (`64 MiB`, `10 bytes`).
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30)),
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// What `rel` is now, looked at directly (its directories opened from the root without
+/// following a link, the path itself not followed; a file read if no larger than the limit):
+/// `None` when nothing is there, or a directory above it is not a directory.
+pub fn inspect(root: &Path, rel: &str, limits: &Limits) -> Option<Entry> {
+    let fd = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let parent = beneath::open_dir(&fd, Path::new(dir))?;
+    let cname = std::ffi::CString::new(name).ok()?;
+    let st = rustix::fs::statat(&parent, &cname, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let kind = kind_of(&st);
+    let mut e = entry_of(&st, kind);
+    match kind {
+        Kind::File if e.size <= limits.max_file_bytes => {
+            let f = rustix::fs::openat(
+                &parent,
+                &cname,
+                OFlags::RDONLY
+                    | OFlags::NOFOLLOW
+                    | OFlags::NONBLOCK
+                    | OFlags::NOCTTY
+                    | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()?;
+            let mut bytes = Vec::new();
+            if std::fs::File::from(f)
+                .take(limits.max_file_bytes + 1)
+                .read_to_end(&mut bytes)
+                .is_ok()
+            {
+                e.hash = Some(super::store::sha256_hex(&bytes));
+            }
+        }
+        Kind::Link => {
+            e.target = rustix::fs::readlinkat(&parent, &cname, Vec::new())
+                .ok()
+                .and_then(|t| t.into_string().ok());
+        }
+        _ => {}
+    }
+    Some(e)
 }
 
 #[cfg(test)]
@@ -355,7 +414,14 @@ mod tests {
         let s = scan(d.path(), None, Some(&store), 0, &limits).unwrap();
         let m = &s.manifest;
         let paths: Vec<&str> = m.entries.keys().map(String::as_str).collect();
-        assert_eq!(paths, [".gitignore", "link", "src", "src/main.rs"], "{m:?}");
+        assert_eq!(
+            paths,
+            [".gitignore", "large.bin", "link", "src", "src/main.rs"],
+            "{m:?}"
+        );
+        assert_eq!(m.entries["large.bin"].hash, None);
+        let ignored: Vec<&str> = m.ignored.iter().map(String::as_str).collect();
+        assert_eq!(ignored, ["data", "target"]);
         assert_eq!(m.entries["link"].target.as_deref(), Some("src/main.rs"));
         assert!(m.uncovered["large.bin"].contains("larger than"), "{m:?}");
         assert_eq!(s.read, 2, "only .gitignore and src/main.rs are read");

@@ -46,6 +46,23 @@ pub(crate) fn unique_name(prefix: &str) -> String {
     )
 }
 
+/// `session` if it can name a session: letters, digits, `.`, `_`, `-`, not starting with `.`.
+fn session_name(session: &str) -> Result<&str, CheckpointError> {
+    let ok = !session.is_empty()
+        && session.len() <= 200
+        && !session.starts_with('.')
+        && session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    if ok {
+        Ok(session)
+    } else {
+        Err(CheckpointError::Refused(format!(
+            "`{session}` is not a session name (letters, digits, `.`, `_` and `-`; `spear checkpoints` lists them)"
+        )))
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum StoredManifest {
@@ -83,12 +100,20 @@ impl Store {
         &self.dir
     }
 
-    pub(crate) fn session_log(&self, session: &str) -> PathBuf {
-        self.dir.join("sessions").join(format!("{session}.jsonl"))
+    /// A session's log. A session name is letters, digits, `.`, `_` and `-`, not starting
+    /// with `.`: nothing else can be one (`..` would lead out of the store).
+    pub fn session_log(&self, session: &str) -> Result<PathBuf, CheckpointError> {
+        Ok(self
+            .dir
+            .join("sessions")
+            .join(format!("{}.jsonl", session_name(session)?)))
     }
 
-    pub(crate) fn journal(&self, session: &str) -> PathBuf {
-        self.dir.join("journal").join(format!("{session}.json"))
+    pub(crate) fn journal(&self, session: &str) -> Result<PathBuf, CheckpointError> {
+        Ok(self
+            .dir
+            .join("journal")
+            .join(format!("{}.json", session_name(session)?)))
     }
 
     fn blob_path(&self, hash: &str) -> Option<PathBuf> {
