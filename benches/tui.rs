@@ -35,6 +35,7 @@ fn app() -> App {
                 standard: None,
                 tokens: 0,
                 busy: false,
+                undoable: 0,
             },
             theme: Theme::named("dark").unwrap(),
             cwd: "/work/bench".into(),
