@@ -240,6 +240,42 @@ impl<M: ChatModel + 'static> AgentRuntime<M> {
         self.conversation = messages;
     }
 
+    /// Go back to just before the person's request `request` (its index among the user
+    /// messages, from 1): the conversation before it stays, the transcript records the rewind.
+    /// `None` when there is no such request.
+    pub(crate) fn rewind(&mut self, events: &EventSink, request: usize) -> Option<usize> {
+        let at = self
+            .conversation
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m, ChatMessage::User { .. }))
+            .nth(request.checked_sub(1)?)
+            .map(|(i, _)| i)?;
+        let kept = self.conversation[..at].to_vec();
+        if let Some(w) = self.session.as_mut()
+            && let Err(e) = w.write(&SessionRecord::Rewound {
+                request,
+                at: crate::agent::transcript::now_rfc3339(),
+                messages: &kept,
+            })
+        {
+            self.session_failed(events, &e.to_string());
+        }
+        self.conversation = kept;
+        Some(at)
+    }
+
+    /// The person's requests so far, in order (the user messages' words).
+    pub fn requests(&self) -> Vec<&str> {
+        self.conversation
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The request as it goes to the model: the system prompt, then the conversation.
     pub(crate) fn request(&self, max_tokens: u32) -> ChatRequest {
         let mut messages = Vec::with_capacity(self.conversation.len() + 1);

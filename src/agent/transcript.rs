@@ -79,6 +79,14 @@ pub enum SessionRecord<'a> {
     Resumed {
         at: String,
     },
+    /// `/rewind`: the conversation went back to just before request `request` (counted from
+    /// 1 among the person's requests); from here on it is `messages`. What came after stays
+    /// above, on record.
+    Rewound {
+        request: usize,
+        at: String,
+        messages: &'a [ChatMessage],
+    },
 }
 
 /// What loading needs of a record; events are skipped.
@@ -90,6 +98,9 @@ enum StoredRecord {
         message: ChatMessage,
     },
     Compacted {
+        messages: Vec<ChatMessage>,
+    },
+    Rewound {
         messages: Vec<ChatMessage>,
     },
     #[serde(other)]
@@ -265,7 +276,9 @@ impl SessionStore {
             match serde_json::from_str::<StoredRecord>(line) {
                 Ok(StoredRecord::Session(m)) => meta = Some(m),
                 Ok(StoredRecord::Message { message }) => messages.push(message),
-                Ok(StoredRecord::Compacted { messages: m }) => messages = m,
+                Ok(
+                    StoredRecord::Compacted { messages: m } | StoredRecord::Rewound { messages: m },
+                ) => messages = m,
                 Ok(StoredRecord::Other) => {}
                 Err(_) if i + 1 == last => torn = Some(line.len()),
                 Err(_) => {

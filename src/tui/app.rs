@@ -549,6 +549,11 @@ impl App {
                 self.notice(NoticeKind::Info, format!("new session {id}"));
             }
             SessionEvent::Loaded(s) => self.load_session(&s),
+            SessionEvent::Rewound {
+                request,
+                text,
+                messages,
+            } => self.rewound(request, &text, &messages),
             SessionEvent::Sessions(list) => {
                 self.popup = Some(Popup::Sessions { list, selected: 0 });
                 self.dirty = true;
@@ -593,6 +598,31 @@ impl App {
                 s.messages.len()
             ),
         );
+    }
+
+    /// The conversation went back to just before request `request`: the cells show what is
+    /// left, and the request's words wait in an empty composer, to edit and send again.
+    fn rewound(
+        &mut self,
+        request: usize,
+        text: &str,
+        messages: &[crate::agent::model::ChatMessage],
+    ) {
+        self.cells = crate::tui::resumed::cells(messages, self.now);
+        self.heights.clear();
+        self.scroll_to_bottom();
+        let words = if self.composer.is_empty() {
+            self.composer = composer();
+            self.composer.insert_str(text);
+            "its words are in the composer, to edit and send again"
+        } else {
+            "the composer keeps what you were writing"
+        };
+        self.notice(
+            NoticeKind::Info,
+            format!("went back to just before request {request}; {words}"),
+        );
+        self.dirty = true;
     }
 
     fn preview(&mut self, call_id: String, diff: FileDiff) {

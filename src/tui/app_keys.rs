@@ -476,6 +476,19 @@ impl App {
                 NoticeKind::Info,
                 "/undo waits until the turn ends (Esc stops it)",
             ),
+            Slash::Rewind {
+                request,
+                what,
+                force,
+            } if !self.busy() => fx.push(Effect::Rewind {
+                request,
+                what,
+                force,
+            }),
+            Slash::Rewind { .. } => self.notice(
+                NoticeKind::Info,
+                "/rewind waits until the turn ends (Esc stops it)",
+            ),
             Slash::New if !self.busy() => fx.push(Effect::NewSession),
             Slash::Resume if !self.busy() => fx.push(Effect::ListSessions),
             Slash::New | Slash::Resume => self.notice(

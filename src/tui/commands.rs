@@ -3,10 +3,11 @@
 //! the app decides what to do. Invariant: a slash command that is unknown or has a bad argument
 //! is an error shown to the person, never sent to the model as a prompt.
 
+use crate::agent::session::RewindWhat;
 use crate::harness::primitives::ExecutionMode;
 
 /// The slash commands, with their argument choices and help.
-pub const SLASH: [(&str, &[&str], &str); 12] = [
+pub const SLASH: [(&str, &[&str], &str); 13] = [
     ("/help", &[], "key bindings and commands"),
     ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
     (
@@ -24,6 +25,11 @@ pub const SLASH: [(&str, &[&str], &str); 12] = [
         "/undo",
         &["force"],
         "take back the last turn's changes to the files (/undo N: turn N and later ones)",
+    ),
+    (
+        "/rewind",
+        &[],
+        "list the requests; /rewind N [files|conversation]: back to just before request N",
     ),
     ("/new", &[], "start a new session"),
     ("/resume", &[], "reopen one of this workspace's sessions"),
@@ -66,6 +72,13 @@ pub enum Slash {
         turn: Option<u32>,
         force: bool,
     },
+    /// `/rewind [N] [files|conversation] [force]`: list the requests, or go back to just
+    /// before request N.
+    Rewind {
+        request: Option<usize>,
+        what: RewindWhat,
+        force: bool,
+    },
     /// `None`: show the current one.
     Model(Option<String>),
     /// `None`: list the library; `Some("off")` disengages.
@@ -103,6 +116,7 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         ("/new", _) => Slash::New,
         ("/resume", _) => Slash::Resume,
         ("/undo", _) => undo_args(t)?,
+        ("/rewind", _) => rewind_args(t)?,
         ("/model", name) => Slash::Model(name.map(str::to_string)),
         ("/standard", name) => Slash::Standard(name.map(str::to_string)),
         ("/theme", Some(n)) => Slash::Theme(n.to_string()),
@@ -131,6 +145,33 @@ fn undo_args(line: &str) -> Result<Slash, String> {
         }
     }
     Ok(Slash::Undo { turn, force })
+}
+
+/// `/rewind`, `/rewind 3`, `/rewind 3 files`, `/rewind 3 conversation force`.
+fn rewind_args(line: &str) -> Result<Slash, String> {
+    let (mut request, mut what, mut force) = (None, None, false);
+    for w in line.split_whitespace().skip(1) {
+        match (w, w.parse::<usize>()) {
+            ("force", _) if !force => force = true,
+            ("files", _) if what.is_none() => what = Some(RewindWhat::Files),
+            ("conversation", _) if what.is_none() => what = Some(RewindWhat::Conversation),
+            (_, Ok(n)) if request.is_none() && n > 0 => request = Some(n),
+            _ => {
+                return Err(format!(
+                    "/rewind {w}: expected a request number, then `files` or `conversation` \
+                     and/or `force` (/rewind lists the requests; /rewind 3; /rewind 3 files)"
+                ));
+            }
+        }
+    }
+    if request.is_none() && (what.is_some() || force) {
+        return Err("/rewind needs the request's number first: /rewind lists them".into());
+    }
+    Ok(Slash::Rewind {
+        request,
+        what: what.unwrap_or(RewindWhat::Both),
+        force,
+    })
 }
 
 fn choices(name: &str) -> String {
@@ -226,5 +267,42 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(complete("/un"), vec!["/undo"]);
+    }
+
+    #[test]
+    fn rewind_takes_a_request_then_what_and_force() {
+        let rewind = |request, what, force| {
+            Ok(Some(Input::Slash(Slash::Rewind {
+                request,
+                what,
+                force,
+            })))
+        };
+        assert_eq!(parse("/rewind"), rewind(None, RewindWhat::Both, false));
+        assert_eq!(parse("/rewind 2"), rewind(Some(2), RewindWhat::Both, false));
+        assert_eq!(
+            parse("/rewind 2 files"),
+            rewind(Some(2), RewindWhat::Files, false)
+        );
+        assert_eq!(
+            parse("/rewind 4 conversation force"),
+            rewind(Some(4), RewindWhat::Conversation, true)
+        );
+        assert_eq!(
+            parse("/rewind force 1"),
+            rewind(Some(1), RewindWhat::Both, true)
+        );
+        for bad in [
+            "/rewind 0",
+            "/rewind x",
+            "/rewind 1 2",
+            "/rewind files",
+            "/rewind force",
+            "/rewind 1 files conversation",
+            "/rewind 1 force force",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(complete("/rew"), vec!["/rewind"]);
     }
 }

@@ -109,6 +109,15 @@ impl Driver {
             Effect::NewSession => SessionOp::New,
             Effect::ListSessions => SessionOp::ListSessions,
             Effect::Undo { turn, force } => SessionOp::Undo { turn, force },
+            Effect::Rewind {
+                request,
+                what,
+                force,
+            } => SessionOp::Rewind {
+                request,
+                what,
+                force,
+            },
             Effect::Resume(id) => SessionOp::Resume(id),
             Effect::AuditOpen => return self.audit_open(),
             Effect::AuditOlder => return self.audit_older(),

@@ -113,6 +113,12 @@ pub enum Effect {
         turn: Option<u32>,
         force: bool,
     },
+    /// `/rewind [N] [files|conversation] [force]`.
+    Rewind {
+        request: Option<usize>,
+        what: crate::agent::session::RewindWhat,
+        force: bool,
+    },
     Resume(String),
     /// Start (or stop) feeding the audit pane.
     AuditOpen,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use spear::agent::event::{AgentEvent, StopReason};
 use spear::agent::session::{
-    AppliesFrom, Change, OpKind, SessionEvent, SessionHandle, SessionOp, SessionStreams,
+    AppliesFrom, Change, OpKind, RewindWhat, SessionEvent, SessionHandle, SessionOp, SessionStreams,
 };
 use spear::harness::audit::Decision;
 use spear::harness::command_policy::ApprovalDecision;
@@ -598,4 +598,133 @@ async fn undo_takes_back_the_last_turn_and_never_the_persons_edit_unasked() {
         .filter(|l| l.contains("\"tool\":\"undo\""))
         .count();
     assert_eq!(undos, 2, "{audit}");
+}
+
+/// The person's words in `messages`, in order.
+fn user_words(messages: &[spear::agent::model::ChatMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            spear::agent::model::ChatMessage::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The next `Rewound`, or the note or refusal that came instead.
+async fn rewound(live: &mut Live) -> Result<(usize, String, Vec<String>), String> {
+    loop {
+        match live.said().await {
+            SessionEvent::Rewound {
+                request,
+                text,
+                messages,
+            } => return Ok((request, text, user_words(&messages))),
+            SessionEvent::Note(n) if !n.starts_with("Took back") => return Err(n),
+            SessionEvent::Refused { reason, .. } => return Err(reason),
+            SessionEvent::Failed(f) => panic!("{f}"),
+            _ => {}
+        }
+    }
+}
+
+/// Issue 23: `/rewind` lists the requests; `/rewind N` takes back the files changed by
+/// request N and every later one, and the conversation to just before N (on record: a resume
+/// finds it rewound); a file the person changed since stops the whole rewind until `force`;
+/// `files` or `conversation` takes back only that; a request that is not there is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_takes_files_and_conversation_back_to_before_a_request() {
+    let f = Fixture::new();
+    let model = ScriptedModel::new(vec![
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"one\n"}"#)]),
+        text("done"),
+        calls(&[
+            ("w2", "write_file", r#"{"path":"a.txt","content":"two\n"}"#),
+            ("w3", "write_file", r#"{"path":"b.txt","content":"new\n"}"#),
+        ]),
+        text("done again"),
+        calls(&[(
+            "w4",
+            "write_file",
+            r#"{"path":"c.txt","content":"three\n"}"#,
+        )]),
+        text("and again"),
+        text("after the rewind"),
+    ]);
+    let mut live = Live::start(&f, model.clone(), ExecutionMode::Auto, false);
+    let mut id = None;
+    for (i, r) in ["first", "second: two files", "third"].iter().enumerate() {
+        live.op(SessionOp::Submit(r.to_string()));
+        if i == 0 {
+            loop {
+                if let SessionEvent::Started { id: s, .. } = live.said().await {
+                    id = Some(s);
+                    break;
+                }
+            }
+        }
+        turn_notes(&mut live).await;
+    }
+    let id = id.expect("started");
+    let read = |p: &str| std::fs::read_to_string(f.project.join(p)).ok();
+    let rewind = |request, what, force| SessionOp::Rewind {
+        request,
+        what,
+        force,
+    };
+
+    live.op(rewind(None, RewindWhat::Both, false));
+    let list = next_note(&mut live).await;
+    for line in ["1. first", "2. second: two files", "3. third"] {
+        assert!(list.contains(line), "{list}");
+    }
+    live.op(rewind(Some(4), RewindWhat::Both, false));
+    let no = rewound(&mut live).await.unwrap_err();
+    assert!(no.contains("no request 4") && no.contains("has 3"), "{no}");
+
+    // The person changed b.txt by hand: nothing at all goes back until `force`.
+    std::fs::write(f.project.join("b.txt"), "mine\n").unwrap();
+    live.op(rewind(Some(2), RewindWhat::Both, false));
+    let held = rewound(&mut live).await.unwrap_err();
+    assert!(
+        held.contains("b.txt") && held.contains("/rewind 2 force"),
+        "{held}"
+    );
+    assert_eq!(read("c.txt").as_deref(), Some("three\n"), "{held}");
+    live.op(rewind(Some(2), RewindWhat::Both, true));
+    let (n, words, left) = rewound(&mut live).await.unwrap();
+    assert_eq!((n, words.as_str()), (2, "second: two files"));
+    assert_eq!(left, vec!["first".to_string()]);
+    assert_eq!(read("a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read("b.txt"), None);
+    assert_eq!(read("c.txt"), None);
+
+    // The conversation goes on from before request 2, and that is what the model is sent.
+    live.op(SessionOp::Submit("instead".into()));
+    turn_notes(&mut live).await;
+    let sent = model.requests().last().cloned().unwrap();
+    assert_eq!(
+        user_words(&sent.messages),
+        vec!["first".to_string(), "instead".to_string()]
+    );
+
+    // Only the conversation: the files stay as they are.
+    live.op(rewind(Some(2), RewindWhat::Conversation, false));
+    let (_, words, left) = rewound(&mut live).await.unwrap();
+    assert_eq!((words.as_str(), left.len()), ("instead", 1));
+    assert_eq!(read("a.txt").as_deref(), Some("one\n"));
+    // Only the files of request 1: the conversation stays.
+    live.op(rewind(Some(1), RewindWhat::Files, false));
+    let note = next_note(&mut live).await;
+    assert!(note.contains("Took back"), "{note}");
+    assert_eq!(read("a.txt"), None, "{note}");
+
+    // On record: the session resumes rewound.
+    live.op(SessionOp::Resume(id.clone()));
+    loop {
+        if let SessionEvent::Loaded(l) = live.said().await {
+            assert_eq!(user_words(&l.messages), vec!["first".to_string()]);
+            break;
+        }
+    }
 }

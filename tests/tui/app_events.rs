@@ -1090,3 +1090,50 @@ fn undo_asks_the_session_and_the_status_bar_counts_what_can_be_taken_back() {
     assert!(screen.contains("restored      src/a.rs"), "{screen}");
     assert!(!screen.contains("to undo"), "{screen}");
 }
+
+/// Issue 23: `/rewind 2 files force` asks the session; when the conversation went back, the
+/// screen shows what is left and the request's words wait in the composer to send again, but
+/// never over what the person was writing.
+#[test]
+fn rewind_asks_the_session_and_puts_the_request_back_in_the_composer() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    type_text(&mut app, "/rewind 2 files force", t0);
+    assert_eq!(
+        press(&mut app, key(KeyCode::Enter), t0),
+        vec![Effect::Rewind {
+            request: Some(2),
+            what: spear::agent::session::RewindWhat::Files,
+            force: true
+        }]
+    );
+    let rewound = |text: &str| {
+        Event::Session(SessionEvent::Rewound {
+            request: 2,
+            text: text.into(),
+            messages: vec![
+                spear::agent::model::ChatMessage::User {
+                    content: "first question".into(),
+                },
+                spear::agent::model::ChatMessage::Assistant {
+                    content: Some("first answer".into()),
+                    tool_calls: vec![],
+                    reasoning: None,
+                },
+            ],
+        })
+    };
+    app.update(rewound("second question"));
+    assert_eq!(app.composer.lines().join("\n"), "second question");
+    let screen = render(&app, 120, 24);
+    assert!(screen.contains("first answer"), "{screen}");
+    assert!(screen.contains("just before request 2"), "{screen}");
+
+    type_text(&mut app, " and more", t0);
+    app.update(rewound("other words"));
+    assert_eq!(
+        app.composer.lines().join("\n"),
+        "second question and more",
+        "the person's text was kept"
+    );
+}

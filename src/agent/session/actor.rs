@@ -16,13 +16,16 @@ use crate::agent::event::{AgentEvent, EventSink, StopReason};
 use crate::agent::model::ChatMessage;
 use crate::agent::model::ChatModel;
 use crate::agent::runtime::{AgentRuntime, RuntimeOptions, TaskOutcome};
-use crate::agent::session::ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
+use crate::agent::session::ops::{
+    AppliesFrom, Change, OpKind, RewindWhat, SessionEvent, SessionOp,
+};
 use crate::agent::session::standards::Standards;
 use crate::agent::task::{Switches, TaskController};
 use crate::agent::transcript::{LoadedSession, SessionStore, SessionWriter};
 use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::approval::ApprovalId;
+use crate::tools::checkpoints::SessionCheckpoints;
 use crate::tools::observer::SessionLabel;
 use crate::tools::router::ToolRouter;
 
@@ -354,6 +357,18 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 self.undo(turn, force);
                 None
             }
+            SessionOp::Rewind { .. } if running => {
+                self.refuse(OpKind::Rewind, BUSY);
+                None
+            }
+            SessionOp::Rewind {
+                request,
+                what,
+                force,
+            } => {
+                self.rewind(request, what, force);
+                None
+            }
             // Handled by the loop before it gets here.
             SessionOp::Quit => None,
         }
@@ -443,6 +458,16 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             }
         }
         let mut rt = self.runtime.take()?;
+        // The checkpoint log marks where each request began, so `/rewind` knows which calls
+        // came after it.
+        if let Some(cp) = self.parts.router.checkpoints()
+            && let Err(e) = cp.checkpoints().note_request(&cp.session(), &text)
+        {
+            self.say(SessionEvent::Failed(format!(
+                "the checkpoint log could not mark this request, so `/rewind` to it will not \
+                 take files back: {e}"
+            )));
+        }
         let task = self.controller();
         Some(tokio::spawn(async move {
             let outcome = rt.run_task(&text, &task).await;
@@ -474,32 +499,45 @@ impl<M: ChatModel + 'static> SessionActor<M> {
         }))
     }
 
-    /// `!COMMAND`: the person's command, as a job (see `command::run_command`).
     /// `/undo`: plan, and carry it out unless it would overwrite what someone else changed or
     /// leave paths it cannot restore (then the plan is shown, and `/undo force` does it).
     fn undo(&mut self, turn: Option<u32>, force: bool) {
-        let Some(cp) = self.parts.router.checkpoints() else {
+        let router = self.parts.router.clone();
+        let Some(cp) = router.checkpoints() else {
             self.say(SessionEvent::Failed(
                 "this session keeps no checkpoints, so there is nothing to take back".into(),
             ));
             return;
         };
+        let again = turn.map_or("/undo force".to_string(), |t| format!("/undo {t} force"));
+        self.take_back(cp, turn, force, &again);
+    }
+
+    /// Take the session's calls from turn `turn` on back (the last turn's when `None`). Unless
+    /// `force`, a plan that would overwrite what someone else changed, or leave paths it cannot
+    /// restore, is only shown, with `again` as the way to go ahead. Whether it went ahead.
+    fn take_back(
+        &mut self,
+        cp: &SessionCheckpoints,
+        turn: Option<u32>,
+        force: bool,
+        again: &str,
+    ) -> bool {
         let plan = match cp.checkpoints().plan_undo(&cp.session(), turn) {
             Ok(p) => p,
             Err(e) => {
                 self.say(SessionEvent::Note(e.to_string()));
-                return;
+                return false;
             }
         };
         if !force && (!plan.conflicts.is_empty() || !plan.unrestorable.is_empty()) {
             let mut lines = crate::tools::checkpoints::plan_lines(&plan);
-            let again = turn.map_or("/undo force".to_string(), |t| format!("/undo {t} force"));
             lines.push(format!(
                 "Nothing was changed. `{again}` restores the conflicting files too (what was \
                  changed in them since is lost) and takes back what can be."
             ));
             self.say(SessionEvent::Note(lines.join("\n")));
-            return;
+            return false;
         }
         match cp.checkpoints().undo(&plan, force) {
             Ok(report) => {
@@ -512,11 +550,91 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                     )));
                 }
                 self.tell_undoable();
+                true
             }
-            Err(e) => self.say(SessionEvent::Failed(format!("the undo failed: {e}"))),
+            Err(e) => {
+                self.say(SessionEvent::Failed(format!("the undo failed: {e}")));
+                false
+            }
         }
     }
 
+    /// `/rewind`: with no request, the requests there are to go back to; with one, back to
+    /// just before it. The files first (what its calls and every later one changed, taken back
+    /// as `/undo` does, refusing the same way), then the conversation, which goes on from
+    /// there with the request's words back in the composer.
+    fn rewind(&mut self, request: Option<usize>, what: RewindWhat, force: bool) {
+        let Some(rt) = self.runtime.as_ref() else {
+            self.refuse(OpKind::Rewind, "there is no conversation to rewind yet");
+            return;
+        };
+        let requests: Vec<String> = rt.requests().into_iter().map(str::to_string).collect();
+        let Some(n) = request else {
+            self.say(SessionEvent::Note(request_list(&requests)));
+            return;
+        };
+        let Some(text) = n.checked_sub(1).and_then(|i| requests.get(i)).cloned() else {
+            self.refuse(
+                OpKind::Rewind,
+                format!(
+                    "there is no request {n}: this conversation has {} (`/rewind` lists them)",
+                    requests.len()
+                ),
+            );
+            return;
+        };
+        if what.files() {
+            let router = self.parts.router.clone();
+            match router.checkpoints() {
+                None if !what.conversation() => {
+                    self.refuse(
+                        OpKind::Rewind,
+                        "this session keeps no checkpoints, so there are no files to take back",
+                    );
+                    return;
+                }
+                None => self.say(SessionEvent::Note(
+                    "this session keeps no checkpoints: only the conversation goes back".into(),
+                )),
+                Some(cp) => match cp.checkpoints().turn_since_request(&cp.session(), &text) {
+                    Err(e) => {
+                        self.say(SessionEvent::Failed(format!(
+                            "cannot read the checkpoint log, so nothing was rewound: {e}"
+                        )));
+                        return;
+                    }
+                    Ok(None) => self.say(SessionEvent::Note(format!(
+                        "no file changed by request {n} or after it is left to take back"
+                    ))),
+                    Ok(Some(turn)) => {
+                        let again = match what {
+                            RewindWhat::Files => format!("/rewind {n} files force"),
+                            _ => format!("/rewind {n} force"),
+                        };
+                        if !self.take_back(cp, Some(turn), force, &again) {
+                            return;
+                        }
+                    }
+                },
+            }
+        }
+        if what.conversation() {
+            let sink = self.sink.clone();
+            let Some(rt) = self.runtime.as_mut() else {
+                return;
+            };
+            if rt.rewind(&sink, n).is_some() {
+                let messages = rt.conversation().to_vec();
+                self.say(SessionEvent::Rewound {
+                    request: n,
+                    text,
+                    messages,
+                });
+            }
+        }
+    }
+
+    /// `!COMMAND`: the person's command, as a job (see `command::run_command`).
     fn run_command(&mut self, call_id: String, command: String) -> JoinHandle<JobEnd<M>> {
         let task = self.controller();
         let router = self.parts.router.clone();
@@ -641,4 +759,25 @@ async fn join<M: ChatModel + 'static>(
         Some(j) => j.await,
         None => std::future::pending().await,
     }
+}
+
+/// `/rewind` with no request: the requests, numbered, one line each.
+fn request_list(requests: &[String]) -> String {
+    if requests.is_empty() {
+        return "no request has been made in this conversation yet".into();
+    }
+    let mut lines = vec![
+        "Requests in this conversation (`/rewind N` goes back to just before N; \
+         `/rewind N files` or `/rewind N conversation` takes back only that):"
+            .to_string(),
+    ];
+    for (i, r) in requests.iter().enumerate() {
+        let first = r.lines().next().unwrap_or_default();
+        let mut line: String = first.chars().take(72).collect();
+        if first.chars().count() > 72 || r.lines().nth(1).is_some() {
+            line.push('…');
+        }
+        lines.push(format!("{:>3}. {line}", i + 1));
+    }
+    lines.join("\n")
 }

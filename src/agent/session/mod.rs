@@ -10,5 +10,5 @@ mod standards;
 pub use actor::{
     ModelFactory, ModelInfo, SessionActor, SessionHandle, SessionParts, SessionStreams,
 };
-pub use ops::{AppliesFrom, Change, OpKind, SessionEvent, SessionOp};
+pub use ops::{AppliesFrom, Change, OpKind, RewindWhat, SessionEvent, SessionOp};
 pub use standards::Standards;

@@ -3,6 +3,7 @@
 //! end sends is answered by at least one event when it changes nothing it asked for (a refusal
 //! names the op and says why), so a front end never waits on a silent no.
 
+use crate::agent::model::ChatMessage;
 use crate::agent::runtime::TaskOutcome;
 use crate::agent::transcript::{LoadedSession, SessionSummary};
 use crate::harness::command_policy::ApprovalDecision;
@@ -46,8 +47,34 @@ pub enum SessionOp {
         turn: Option<u32>,
         force: bool,
     },
+    /// `/rewind`: list the requests (`request: None`), or go back to just before request
+    /// `request`: the files (the calls since taken back, as `/undo` does), the conversation,
+    /// or both.
+    Rewind {
+        request: Option<usize>,
+        what: RewindWhat,
+        force: bool,
+    },
     /// End the session: a running turn is cancelled and the actor stops.
     Quit,
+}
+
+/// What a rewind takes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RewindWhat {
+    Both,
+    Files,
+    Conversation,
+}
+
+impl RewindWhat {
+    pub fn files(self) -> bool {
+        self != RewindWhat::Conversation
+    }
+
+    pub fn conversation(self) -> bool {
+        self != RewindWhat::Files
+    }
 }
 
 /// Which op a refusal answers.
@@ -63,6 +90,7 @@ pub enum OpKind {
     New,
     Resume,
     Undo,
+    Rewind,
 }
 
 impl OpKind {
@@ -79,6 +107,7 @@ impl OpKind {
             OpKind::New => "/new",
             OpKind::Resume => "/resume",
             OpKind::Undo => "/undo",
+            OpKind::Rewind => "/rewind",
         }
     }
 }
@@ -119,6 +148,13 @@ pub enum SessionEvent {
     },
     /// A session was reopened with its conversation.
     Loaded(Box<LoadedSession>),
+    /// `/rewind` took the conversation back to just before request `request` (whose words
+    /// are `text`); from here on it is `messages`.
+    Rewound {
+        request: usize,
+        text: String,
+        messages: Vec<ChatMessage>,
+    },
     Sessions(Vec<SessionSummary>),
     ModelChanged {
         provider: String,
