@@ -1163,3 +1163,70 @@ fn spear_undo_of_an_ignore_file_edit_keeps_what_the_file_ignored() {
     let out = cli.spear(&["undo"]);
     assert_same_tree(&before, &tree(&cli.ws), &said(&out));
 }
+
+/// A set-id file the session changed comes back with its content and mode, less the set-id
+/// bits: an undo never hands out what the sandbox's filter refuses to create.
+#[test]
+fn an_undo_never_gives_back_a_set_id_bit() {
+    let l = lib(Limits::default());
+    let tool = write(&l.root, "bin/tool", "#!/bin/sh\necho first\n");
+    set_mode(&tool, 0o6755);
+    assert_eq!(
+        fs::metadata(&tool).unwrap().mode() & 0o7777,
+        0o6755,
+        "this host keeps set-id bits on a file of one's own"
+    );
+    call(&l.cp, "s", 1, "c1", || {
+        fs::remove_file(&tool).unwrap();
+    });
+    let (_, report) = undo_clean(&l.cp, "s");
+    assert_eq!(
+        report.setid_dropped,
+        vec!["bin/tool".to_string()],
+        "{report:?}"
+    );
+    assert_eq!(
+        fs::read_to_string(&tool).unwrap(),
+        "#!/bin/sh\necho first\n"
+    );
+    assert_eq!(fs::metadata(&tool).unwrap().mode() & 0o7777, 0o755);
+}
+
+/// A restore cut off half way (its journal left behind, one of its steps done) is finished by
+/// the next undo before that one's own steps: here the cut-off one went back over two turns,
+/// the next over the last only, and the tree ends as it was before both.
+#[test]
+fn an_interrupted_restore_is_finished_by_the_next_undo() {
+    let l = lib(Limits::default());
+    write(&l.root, "a.txt", "a before\n");
+    write(&l.root, "b.txt", "b before\n");
+    let before = tree(&l.root);
+    call(&l.cp, "s", 1, "c1", || {
+        write(&l.root, "a.txt", "a after\n");
+        write(&l.root, "new.txt", "made by turn 1\n");
+    });
+    call(&l.cp, "s", 2, "c2", || {
+        write(&l.root, "b.txt", "b after\n");
+    });
+    let both = l.cp.plan_undo("s", Some(1)).unwrap();
+    assert_eq!(both.steps.len(), 3, "{both:?}");
+    // The restore that was cut off: its journal written, one step done, then nothing.
+    let journal = l.store.join("journal").join("s.json");
+    fs::write(
+        &journal,
+        serde_json::to_vec(&json!({ "steps": both.steps })).unwrap(),
+    )
+    .unwrap();
+    write(&l.root, "b.txt", "b before\n");
+
+    let last = l.cp.plan_undo("s", None).unwrap();
+    assert_eq!(last.turns, vec![2], "{last:?}");
+    let report = l.cp.undo(&last, false).unwrap();
+    assert!(report.resumed, "{report:?}");
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert!(
+        !journal.exists(),
+        "the journal is gone once the restore is whole"
+    );
+    assert_same_tree(&before, &tree(&l.root), "turn 1's changes too");
+}
