@@ -598,7 +598,7 @@ fn collect(cp: &Checkpoints) -> Result<u64, CheckpointError> {
     let mut size = 0;
     for (hash, path, len, age) in store.blobs() {
         if !hashes.contains(&hash) && age > GRACE_SECS {
-            let _ = std::fs::remove_file(path);
+            store.remove_blob(&hash, &path);
         } else {
             size += len;
         }

@@ -11,11 +11,13 @@
 //! a session log has one writer, and pruning holds an exclusive lock (`lock`) that taking a
 //! checkpoint holds shared.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -78,6 +80,10 @@ enum StoredManifest {
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// Blobs this process wrote or found in the store. Only a prune removes a blob, and
+    /// never one a live session's checkpoints name, so a blob known here is not looked for
+    /// again: a checkpoint of an unchanged tree then costs one `stat` per file, not two.
+    known: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Store {
@@ -93,6 +99,7 @@ impl Store {
         }
         Ok(Store {
             dir: dir.to_path_buf(),
+            known: Arc::default(),
         })
     }
 
@@ -122,7 +129,32 @@ impl Store {
     }
 
     pub fn has_blob(&self, hash: &str) -> bool {
-        self.blob_path(hash).is_some_and(|p| p.exists())
+        if self.is_known(hash) {
+            return true;
+        }
+        let there = self.blob_path(hash).is_some_and(|p| p.exists());
+        if there {
+            self.know(hash);
+        }
+        there
+    }
+
+    fn is_known(&self, hash: &str) -> bool {
+        self.known.lock().is_ok_and(|k| k.contains(hash))
+    }
+
+    fn know(&self, hash: &str) {
+        if let Ok(mut k) = self.known.lock() {
+            k.insert(hash.to_string());
+        }
+    }
+
+    /// Remove blob file `path` (of blob `hash`), and forget it was there.
+    pub(crate) fn remove_blob(&self, hash: &str, path: &Path) {
+        if let Ok(mut k) = self.known.lock() {
+            k.remove(hash);
+        }
+        let _ = fs::remove_file(path);
     }
 
     /// Keep `bytes`; returns their hash and how many bytes the store grew by (0 when it held
@@ -132,7 +164,10 @@ impl Store {
         let Some(path) = self.blob_path(&hash) else {
             return Err(CheckpointError::Corrupt("a blob name".into()));
         };
+        // Looked for even when known: a new content is rare, and a blob must never be
+        // missing behind a manifest that names it.
         if path.exists() {
+            self.know(&hash);
             return Ok((hash, 0));
         }
         if let Some(parent) = path.parent() {
@@ -143,6 +178,7 @@ impl Store {
                 .map_err(CheckpointError::io("create", parent))?;
         }
         self.write_new(&path, bytes)?;
+        self.know(&hash);
         Ok((hash, bytes.len() as u64))
     }
 
@@ -341,6 +377,27 @@ impl Store {
 mod tests {
     use super::*;
     use crate::harness::checkpoint::manifest::{Entry, Kind};
+
+    #[test]
+    fn a_blob_is_looked_for_once_and_forgotten_when_pruned() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::open(d.path()).unwrap();
+        let (h, _) = s.put_blob(b"kept").unwrap();
+        let path = s.blob_path(&h).unwrap();
+        // Known from the write: a copy of the store (another `Checkpoints` of this process)
+        // answers without looking, even after the file went by another way.
+        let other = s.clone();
+        fs::remove_file(&path).unwrap();
+        assert!(other.has_blob(&h));
+        // Written again (a put always looks), then removed by a prune: no longer known.
+        assert_eq!(s.put_blob(b"kept").unwrap().1, 4);
+        s.remove_blob(&h, &path);
+        assert!(!path.exists());
+        assert!(!other.has_blob(&h));
+        // A fresh store finds what is there.
+        let (h2, _) = s.put_blob(b"found").unwrap();
+        assert!(Store::open(d.path()).unwrap().has_blob(&h2));
+    }
 
     #[test]
     fn blobs_are_named_by_their_content_and_checked_on_read() {
