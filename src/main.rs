@@ -62,6 +62,8 @@ enum Command {
     Checkpoints(cli::checkpoints::CheckpointsArgs),
     /// Take back a session's changes: its last turn, or `--turn N` and later ones.
     Undo(cli::checkpoints::UndoArgs),
+    /// The Model Context Protocol: `serve` offers Spear's harness to other agents over stdio.
+    Mcp(cli::mcp::McpArgs),
     /// Internal: one document extraction, run confined by Spear itself (input on stdin).
     #[command(name = "__extract", hide = true)]
     Extract {
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Some(Command::Rules(args)) => cli::rules::run(args, cli.workspace),
         Some(Command::Checkpoints(args)) => cli::checkpoints::list(args, cli.workspace),
         Some(Command::Undo(args)) => cli::checkpoints::undo(args, cli.workspace),
+        Some(Command::Mcp(args)) => cli::mcp::run(args, cli.workspace),
         Some(Command::Extract { kind, base }) => {
             let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));

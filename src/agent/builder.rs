@@ -270,6 +270,13 @@ impl SessionBuilder {
         }
     }
 
+    /// The label the audit records and checkpoints carry; a front end that learns its
+    /// caller's name later (`spear mcp serve`, from the client's `initialize`) sets it before
+    /// the first call.
+    pub fn label(&self) -> SessionLabel {
+        self.audit_session.clone()
+    }
+
     /// The session's network setting (`--network`, the config).
     #[must_use]
     pub fn network(mut self, on: bool) -> Self {

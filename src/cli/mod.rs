@@ -6,6 +6,7 @@ pub mod classify;
 mod common;
 pub mod doctor;
 pub mod exec;
+pub mod mcp;
 pub mod rules;
 pub mod run;
 mod run_model;

@@ -90,6 +90,12 @@ impl CallApprovalRequest {
 /// prompt, a test double). `ApproveForSession` asks the router to keep a session grant.
 pub trait CallApprover: Send + Sync {
     fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision;
+
+    /// Who answers, for the audit record's `decided_by`: a person, unless the approver knows
+    /// it may be something else (an MCP client).
+    fn answerer(&self) -> DecidedBy {
+        DecidedBy::Person
+    }
 }
 
 /// Any harness `Approver` answers a call's request from its harness view.
@@ -103,6 +109,10 @@ impl<T: Approver + Send + Sync + ?Sized> CallApprover for T {
 impl<T: CallApprover + ?Sized> CallApprover for Arc<T> {
     fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
         (**self).approve(request)
+    }
+
+    fn answerer(&self) -> DecidedBy {
+        (**self).answerer()
     }
 }
 
@@ -348,6 +358,7 @@ impl Approver for CallAsk<'_> {
             always: self.rules.always.clone(),
         };
         let d = self.inner.approve(&asked);
+        let by = self.inner.answerer();
         match &d {
             ApprovalDecision::ApproveForSession => {
                 self.grants.grant(&request.command, request.class);
@@ -363,7 +374,7 @@ impl Approver for CallAsk<'_> {
                         ApprovalDecision::Cancel(format!(
                             "the rule `allow {rule}` could not be kept, so nothing ran: {why}"
                         )),
-                        DecidedBy::Person,
+                        by,
                     );
                 }
             }
@@ -372,12 +383,12 @@ impl Approver for CallAsk<'_> {
                     ApprovalDecision::Cancel(format!(
                         "the answer named a rule the question did not offer (`{rule}`)"
                     )),
-                    DecidedBy::Person,
+                    by,
                 );
             }
             _ => {}
         }
-        self.answered(d, DecidedBy::Person)
+        self.answered(d, by)
     }
 }
 

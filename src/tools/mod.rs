@@ -22,6 +22,7 @@ pub mod handler;
 pub mod hooks;
 pub mod host;
 pub(crate) mod lines;
+pub mod mcp;
 pub mod normative;
 pub mod observer;
 pub mod pipeline;

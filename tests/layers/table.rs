@@ -601,4 +601,13 @@ pub const CRATE_RULES: &[CrateRule] = &[
             ),
         ],
     },
+    // ---- the Model Context Protocol -----------------------------------------------------------
+    CrateRule {
+        krate: "rmcp",
+        used_by: &[(
+            "spear::tools::mcp",
+            "MCP is spoken in one place, over the router every call takes; nothing else \
+             learns the protocol",
+        )],
+    },
 ];

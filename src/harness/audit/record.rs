@@ -70,6 +70,9 @@ pub enum DecidedBy {
     Class,
     /// One of the person's `pre_tool` hooks refused it.
     Hook,
+    /// The MCP client of `spear mcp serve` answered the question (through elicitation): a
+    /// person behind it, or the client itself; Spear cannot tell which.
+    McpClient,
 }
 
 /// The session grant that answered a call: its number in the session and the class it was

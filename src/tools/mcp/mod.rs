@@ -1,0 +1,3 @@
+//! The Model Context Protocol: `server` is Spear's harness as an MCP server (`spear mcp serve`).
+
+pub mod server;
