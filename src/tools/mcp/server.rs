@@ -353,11 +353,12 @@ impl CallApprover for ClientApprover {
             } else {
                 ""
             };
-            return ApprovalDecision::Deny(Some(format!(
+            // Nobody was asked, so nobody declined: the call is called off, saying why.
+            return ApprovalDecision::Cancel(format!(
                 "ASK mode needs an answer for this call, and this MCP client cannot be asked (it \
                  declared no elicitation support). `spear mcp serve --mode auto{network}` runs \
                  it without asking; SAFE never does."
-            )));
+            ));
         };
         let Ok(schema) = serde_json::from_value(json!({
             "type": "object",
