@@ -224,6 +224,32 @@ async fn lists_the_coding_tools_and_classify_and_runs_them_in_auto() {
         ),
         "{refused:?}"
     );
+
+    // The client's changes are checkpointed under its session, and `spear undo` takes the
+    // last call's back.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spear"))
+        .arg("--workspace")
+        .arg(&ws.project)
+        .args(["undo", "--session", &refused.session])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", ws.state.parent().unwrap())
+        .env("XDG_STATE_HOME", &ws.state)
+        .env("XDG_CONFIG_HOME", &ws.config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        ws.read("made.txt"),
+        None,
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(ws.read("hello.txt").as_deref(), Some("Hello, MCP\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
