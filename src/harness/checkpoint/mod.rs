@@ -57,7 +57,7 @@ impl CheckpointError {
 }
 
 /// The latest checkpoint this process took, the base of the next.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Latest {
     id: String,
     manifest: Manifest,
@@ -67,7 +67,8 @@ struct Latest {
 #[derive(Debug, Default)]
 struct State {
     /// `None` until the first checkpoint (taken in the background from the start) is done.
-    latest: Option<Latest>,
+    /// Shared, not copied: a manifest of 10,000 paths is the base of every next checkpoint.
+    latest: Option<Arc<Latest>>,
     /// The first checkpoint is being taken.
     first_running: bool,
     store_bytes: u64,
@@ -164,7 +165,7 @@ impl Checkpoints {
 
     /// Walk the tree now, store it, and return it as the latest (with what it could not take
     /// and how many files it read).
-    fn take_now(&self) -> Result<(Latest, usize), CheckpointError> {
+    fn take_now(&self) -> Result<(Arc<Latest>, usize), CheckpointError> {
         let _shared = self.store.lock(false)?;
         let (previous, store_bytes) = {
             let mut st = self.lock();
@@ -188,11 +189,11 @@ impl Checkpoints {
             .filter(|l| self.store.has_manifest(&l.id))
             .map(|l| (l.id.as_str(), &l.manifest, l.depth));
         let (id, depth) = self.store.save_manifest(&scanned.manifest, parent)?;
-        let latest = Latest {
+        let latest = Arc::new(Latest {
             id,
             manifest: scanned.manifest,
             depth,
-        };
+        });
         let mut st = self.lock();
         st.store_bytes = scanned.store_bytes;
         st.latest = Some(latest.clone());
@@ -244,7 +245,7 @@ impl Checkpoints {
                 tool: tool.to_string(),
                 target: target.map(str::to_string),
                 at_ms: now_ms(),
-                before: latest.id,
+                before: latest.id.clone(),
                 after: None,
                 uncovered: uncovered.iter().map(|(p, _)| p.clone()).collect(),
             },
