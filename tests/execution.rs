@@ -35,6 +35,8 @@ mod network;
 #[path = "execution/host_services.rs"]
 mod host_services;
 
+#[path = "execution/long_lived.rs"]
+mod long_lived;
 #[path = "execution/mechanisms.rs"]
 mod mechanisms;
 

@@ -35,3 +35,17 @@ pub enum MechanismError {
     #[error(transparent)]
     NetworkUnsupported(#[from] NetworkSupportError),
 }
+
+/// Why a long-lived process was not started.
+#[derive(Debug, thiserror::Error)]
+pub enum LongLivedError {
+    /// The profile asks for what a long-lived process may not have.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
+    #[error("the sandbox cannot run here: {0}")]
+    Preflight(String),
+    #[error(transparent)]
+    Sandbox(#[from] crate::harness::sandbox::SandboxError),
+}

@@ -23,13 +23,13 @@ use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::root_uid::SandboxUser;
 use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
-    BindSources, BubblewrapSandbox, End, LaunchLimits, PreflightFailure, Protection, SandboxError,
-    SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError, SweepReport, TmpfsSizes,
-    env, ledger, spec,
+    BindSources, BubblewrapSandbox, End, LaunchLimits, LongLived, PreflightFailure, Protection,
+    SandboxError, SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError,
+    SweepReport, TmpfsSizes, env, ledger, spec,
 };
 use crate::harness::workspace::modes;
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
-pub use error::MechanismError;
+pub use error::{LongLivedError, MechanismError};
 pub use held_files::{HeldFile, HeldFileCheck};
 
 /// More workspace-relative paths to protect, found by a walk of the tree the first time a
@@ -712,6 +712,43 @@ impl CommandRunner {
             result.changes = Some(Box::new(c));
         }
         result
+    }
+
+    /// Start `argv` as a long-lived process (an MCP stdio server), confined as a command with
+    /// `profile` is, with no wall-clock limit: the rlimits (CPU time and memory among them) are
+    /// its budget for life. It may read the workspace and never write it: a session-long
+    /// writer would keep the sandbox's placeholder files in the tree and escape the
+    /// after-command checks and checkpoints. A network path for it is not built yet, so a
+    /// profile with the network is refused too.
+    pub async fn start_long_lived(
+        &self,
+        profile: &ExecutionProfile,
+        argv: Vec<OsString>,
+    ) -> Result<LongLived, LongLivedError> {
+        if profile.workspace_write {
+            return Err(LongLivedError::Refused(
+                "a long-lived process may read the workspace but not write it".into(),
+            ));
+        }
+        if profile.network {
+            return Err(LongLivedError::Refused(
+                "a long-lived process cannot have the network yet".into(),
+            ));
+        }
+        if argv.is_empty() {
+            return Err(LongLivedError::Refused(
+                "there is no program to start".into(),
+            ));
+        }
+        self.check_mechanisms(profile)?;
+        self.ensure_sandbox()
+            .await
+            .map_err(|f| LongLivedError::Preflight(f.reason().to_string()))?;
+        let spec = self.build_spec(profile, argv)?;
+        Ok(self
+            .sandbox
+            .start_long_lived(spec, &self.launch_limits())
+            .await?)
     }
 
     /// The network preflight: the full slirp path once per (sandbox, workspace).

@@ -46,6 +46,7 @@ async fn start_unreleased(
             spec,
             &LaunchLimits::default(),
             Vec::new(),
+            None,
             Duration::from_secs(10),
         )
         .await

@@ -118,7 +118,9 @@ impl Running {
     }
 
     /// Spawn `program argv` with the ledger entry's marker as `argv[0]`. `child_fds` are
-    /// inherited by the child and closed here after the spawn (the child holds its own copies).
+    /// inherited by the child and closed here after the spawn (the child holds its own copies);
+    /// `stdin` is what it reads (default /dev/null).
+    #[allow(clippy::too_many_arguments)]
     pub fn spawn(
         program: &Path,
         argv: &[OsString],
@@ -128,6 +130,7 @@ impl Running {
         ledger: LedgerEntry,
         cgroup: Option<LaunchCgroup>,
         stage: Option<PrivateStage>,
+        stdin: Option<std::fs::File>,
     ) -> Result<Running, ProcessError> {
         let mut command = Command::new(program);
         command.arg0(ledger.marker()).args(argv).env_clear();
@@ -139,7 +142,7 @@ impl Running {
             capture: true,
             stderr_file: None,
             join_cgroup: cgroup.as_ref().and_then(LaunchCgroup::procs_fd),
-            stdin: None,
+            stdin,
             // The child attaches the trees in its own namespace; the parent's descriptors go
             // with the spawned command.
             stage,
@@ -191,6 +194,17 @@ impl Running {
             self.open_gate();
         }
         self.released.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// The command's stdout and stderr, for an owner that reads them itself (a long-lived
+    /// process); `finish` then has none to pump.
+    pub fn take_output(&mut self) -> (Option<pipe::Receiver>, Option<pipe::Receiver>) {
+        (self.child.stdout.take(), self.child.stderr.take())
+    }
+
+    /// Wait for bwrap itself to end (it ends when the command does, or when it is killed).
+    pub async fn wait_outer(&self) -> Result<crate::harness::process::Exit, ProcessError> {
+        self.child.wait().await
     }
 
     /// The namespace init `inner` found, if it has.

@@ -8,6 +8,7 @@ pub mod env;
 pub(crate) mod error;
 mod launch;
 pub(crate) mod ledger;
+mod long_lived;
 pub mod netns;
 pub(crate) mod placeholders;
 pub mod preflight;
@@ -23,6 +24,7 @@ pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
+pub use long_lived::LongLived;
 pub use preflight::PreflightFailure;
 pub use spec::{BindSources, Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
@@ -291,7 +293,7 @@ impl BubblewrapSandbox {
         sink: &mut dyn OutputSink,
         timeout: Duration,
     ) -> Result<SandboxOutcome, SandboxError> {
-        let mut running = self.start(spec, limits, Vec::new(), timeout).await?;
+        let mut running = self.start(spec, limits, Vec::new(), None, timeout).await?;
         running.release();
         Ok(running.finish(sink, timeout).await)
     }
@@ -305,6 +307,7 @@ impl BubblewrapSandbox {
         mut spec: SandboxSpec,
         limits: &LaunchLimits,
         mut child_fds: Vec<OwnedFd>,
+        stdin: Option<std::fs::File>,
         timeout: Duration,
     ) -> Result<Running, SandboxError> {
         self.place(&mut spec)?;
@@ -322,7 +325,7 @@ impl BubblewrapSandbox {
         let filter = seccomp::program_fd()?;
         spec.seccomp_fd = filter.as_raw_fd();
         child_fds.push(filter);
-        let mut running = self.spawn(&spec, limits, info.read, child_fds)?;
+        let mut running = self.spawn(&spec, limits, info.read, child_fds, stdin)?;
         running.cancel_on(limits.cancel.clone());
         running.hold_gates(gate_write, 2);
         let mapped = match running.inner(STATUS_LIMIT.min(timeout)).await {
@@ -455,6 +458,7 @@ impl BubblewrapSandbox {
         limits: &LaunchLimits,
         status_read: OwnedFd,
         child_fds: Vec<OwnedFd>,
+        stdin: Option<std::fs::File>,
     ) -> Result<Running, SandboxError> {
         let bwrap = self.bwrap()?;
         let argv = build_argv(spec);
@@ -494,6 +498,7 @@ impl BubblewrapSandbox {
             entry,
             cgroup,
             stage,
+            stdin,
         )?)
     }
 }

@@ -108,7 +108,9 @@ pub async fn run_with_slirp(
         ipv6_off_for_new_links: ipv6,
     });
     // bwrap sets up loopback and its mounts meanwhile; the command waits on --block-fd.
-    let mut running = sandbox.start(spec, &limits, vec![resolv], timeout).await?;
+    let mut running = sandbox
+        .start(spec, &limits, vec![resolv], None, timeout)
+        .await?;
     let attached = attach(&mut running, &slirp, allow_host_loopback, &refused).await;
     let helper = match attached {
         Ok(h) => h,
