@@ -728,3 +728,33 @@ async fn rewind_takes_files_and_conversation_back_to_before_a_request() {
         }
     }
 }
+
+/// `/rewind` to the first of two requests with the same words goes back before the first,
+/// not the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_tells_apart_two_requests_with_the_same_words() {
+    let f = Fixture::new();
+    let model = ScriptedModel::new(vec![
+        calls(&[("w1", "write_file", r#"{"path":"a.txt","content":"one\n"}"#)]),
+        text("done"),
+        calls(&[("w2", "write_file", r#"{"path":"a.txt","content":"two\n"}"#)]),
+        text("done again"),
+    ]);
+    let mut live = Live::start(&f, model, ExecutionMode::Auto, false);
+    for _ in 0..2 {
+        live.op(SessionOp::Submit("write it".into()));
+        turn_notes(&mut live).await;
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.project.join("a.txt")).unwrap(),
+        "two\n"
+    );
+    live.op(SessionOp::Rewind {
+        request: Some(1),
+        what: RewindWhat::Both,
+        force: false,
+    });
+    let (n, _, left) = rewound(&mut live).await.unwrap();
+    assert_eq!((n, left.len()), (1, 0));
+    assert!(!f.project.join("a.txt").exists(), "went back to before the first");
+}

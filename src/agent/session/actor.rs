@@ -596,7 +596,11 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 None => self.say(SessionEvent::Note(
                     "this session keeps no checkpoints: only the conversation goes back".into(),
                 )),
-                Some(cp) => match cp.checkpoints().turn_since_request(&cp.session(), &text) {
+                Some(cp) => match cp.checkpoints().turn_since_request(
+                    &cp.session(),
+                    &text,
+                    same_words_after(&requests, n),
+                ) {
                     Err(e) => {
                         self.say(SessionEvent::Failed(format!(
                             "cannot read the checkpoint log, so nothing was rewound: {e}"
@@ -759,6 +763,15 @@ async fn join<M: ChatModel + 'static>(
         Some(j) => j.await,
         None => std::future::pending().await,
     }
+}
+
+/// How many requests after request `n` (from 1) have the same words: the checkpoint log finds
+/// request `n` as that many matches back from its end.
+fn same_words_after(requests: &[String], n: usize) -> usize {
+    let Some(text) = n.checked_sub(1).and_then(|i| requests.get(i)) else {
+        return 0;
+    };
+    requests.iter().skip(n).filter(|r| *r == text).count()
 }
 
 /// `/rewind` with no request: the requests, numbered, one line each.

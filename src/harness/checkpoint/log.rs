@@ -129,13 +129,18 @@ impl SessionLog {
     }
 
     /// The first turn to take back to return to the moment request `text` (its SHA-256)
-    /// last began: the earliest live call made since. `None` when nothing changed since, or
-    /// the request is not on record.
-    pub fn turn_since_request(&self, text: &str) -> Option<u32> {
-        let at = self.records.iter().rev().find_map(|r| match r {
-            Record::Request { at_ms, text: t } if t == text => Some(*at_ms),
-            _ => None,
-        })?;
+    /// began, where `later` requests of the same words were made after it: the earliest live
+    /// call made since. `None` when nothing changed since, or the request is not on record.
+    pub fn turn_since_request(&self, text: &str, later: usize) -> Option<u32> {
+        let at = self
+            .records
+            .iter()
+            .rev()
+            .filter_map(|r| match r {
+                Record::Request { at_ms, text: t } if t == text => Some(*at_ms),
+                _ => None,
+            })
+            .nth(later)?;
         self.live_calls()
             .iter()
             .filter(|c| c.at_ms >= at)

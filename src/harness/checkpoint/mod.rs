@@ -293,15 +293,17 @@ impl Checkpoints {
         )
     }
 
-    /// The turn to take back to return to just before request `text` of `session` began.
+    /// The turn to take back to return to just before request `text` of `session` began,
+    /// where the same words were sent `later` more times after it.
     pub fn turn_since_request(
         &self,
         session: &str,
         text: &str,
+        later: usize,
     ) -> Result<Option<u32>, CheckpointError> {
         Ok(self
             .session_log(session)?
-            .turn_since_request(&store::sha256_hex(text.as_bytes())))
+            .turn_since_request(&store::sha256_hex(text.as_bytes()), later))
     }
 
     /// The log of `session`.
