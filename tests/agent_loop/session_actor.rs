@@ -756,5 +756,8 @@ async fn rewind_tells_apart_two_requests_with_the_same_words() {
     });
     let (n, _, left) = rewound(&mut live).await.unwrap();
     assert_eq!((n, left.len()), (1, 0));
-    assert!(!f.project.join("a.txt").exists(), "went back to before the first");
+    assert!(
+        !f.project.join("a.txt").exists(),
+        "went back to before the first"
+    );
 }

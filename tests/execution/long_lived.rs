@@ -1,8 +1,8 @@
 //! Issue 24, item 1: a long-lived confined process (what an MCP stdio server runs as). It talks
-//! over its stdin and stdout; it is confined as a command is (the workspace read-only, no
-//! network, nothing of the host's outside the system view); it lives past any command timeout;
-//! and it is gone, with everything it started, when stopped or dropped. A profile that would
-//! let it write or reach the network is refused.
+//! over its stdin and stdout; it is confined as a command is (the workspace read-only, the
+//! network only when granted and then a command's path, nothing of the host's outside the
+//! system view); it lives past any command timeout; and it is gone, with everything it started,
+//! when stopped or dropped. A profile that would let it write is refused.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -28,22 +28,29 @@ async fn start(ws: &std::path::Path, script: &str) -> LongLived {
         .expect("a long-lived process starts")
 }
 
-/// Send `line`, read one line back.
-async fn ask(
-    stdin: &mut tokio::net::unix::pipe::Sender,
-    out: &mut BufReader<tokio::net::unix::pipe::Receiver>,
-    line: &str,
-) -> String {
+type In = tokio::net::unix::pipe::Sender;
+type Out = BufReader<tokio::net::unix::pipe::Receiver>;
+
+async fn send(stdin: &mut In, line: &str) {
     stdin
         .write_all(format!("{line}\n").as_bytes())
         .await
         .unwrap();
+}
+
+async fn read_one(out: &mut Out) -> String {
     let mut got = String::new();
     tokio::time::timeout(HANG, out.read_line(&mut got))
         .await
         .expect("no answer")
         .unwrap();
     got
+}
+
+/// Send `line`, read one line back.
+async fn ask(stdin: &mut In, out: &mut Out, line: &str) -> String {
+    send(stdin, line).await;
+    read_one(out).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,19 +127,72 @@ async fn stopped_or_dropped_it_is_gone_with_everything_it_started() {
 }
 
 #[tokio::test]
-async fn a_profile_that_writes_or_reaches_the_network_is_refused() {
+async fn a_profile_that_writes_is_refused() {
     let (_d, ws) = workspace();
     let r = runner(&ws);
-    let net_only = profile(&[spear::harness::primitives::Capability::Network]);
-    for (profile, why) in [
-        (writable(), "not write"),
-        (networked(), "not write"),
-        (net_only, "network"),
-    ] {
+    for (profile, why) in [(writable(), "not write"), (networked(), "not write")] {
         match r.start_long_lived(&profile, sh("cat")).await {
             Err(LongLivedError::Refused(msg)) => assert!(msg.contains(why), "{msg}"),
             Err(e) => panic!("refused for another reason: {e}"),
             Ok(_) => panic!("started with a profile it may not have"),
         }
+    }
+}
+
+/// With the network in its profile it gets a command's network path: slirp's interface and
+/// DNS, and still no way to the host's loopback. Stopped, slirp goes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_network_it_gets_a_commands_path_and_never_host_loopback() {
+    require_slirp();
+    let (_d, ws) = workspace();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let net_only = profile(&[spear::harness::primitives::Capability::Network]);
+    let marker = format!("spear-long-lived-net-{}", std::process::id());
+    let script = format!(
+        r#"while read -r what; do
+             case "$what" in
+               iface) ip -4 addr show tap0 | grep -o 'inet [0-9./]*'; grep -m1 nameserver /etc/resolv.conf ;;
+               host) for a in 10.0.2.2 127.0.0.1; do (timeout 3 bash -c "echo hi > /dev/tcp/$a/{port}") 2>/dev/null && echo connected-$a || echo refused-$a; done ;;
+             esac
+             echo end
+           done; : {marker}"#
+    );
+    let mut p = runner(&ws)
+        .start_long_lived(&net_only, sh(&script))
+        .await
+        .expect("a networked long-lived process starts");
+    assert!(p.networked());
+    let mut stdin = p.stdin.take().unwrap();
+    let mut out = BufReader::new(p.stdout.take().unwrap());
+    let got = until_end(&mut stdin, &mut out, "iface").await;
+    assert!(
+        got.contains("inet 10.0.2.100/24") && got.contains("nameserver 10.0.2.3"),
+        "{got}"
+    );
+    let got = until_end(&mut stdin, &mut out, "host").await;
+    assert!(
+        got.contains("refused-10.0.2.2") && got.contains("refused-127.0.0.1"),
+        "{got}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the host loopback server saw a connection"
+    );
+    p.stop().await.expect("its death and slirp's are confirmed");
+    assert_none_survive(&marker).await;
+}
+
+/// Send `line`; the lines answered before `end`.
+async fn until_end(stdin: &mut In, out: &mut Out, line: &str) -> String {
+    send(stdin, line).await;
+    let mut got = String::new();
+    loop {
+        let l = read_one(out).await;
+        if l == "end\n" || l.is_empty() {
+            return got;
+        }
+        got.push_str(&l);
     }
 }

@@ -23,9 +23,9 @@ use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::root_uid::SandboxUser;
 use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
-    BindSources, BubblewrapSandbox, End, LaunchLimits, LongLived, PreflightFailure, Protection,
-    SandboxError, SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec, SpecError,
-    SweepReport, TmpfsSizes, env, ledger, spec,
+    BindSources, BubblewrapSandbox, End, LaunchLimits, LongLived, LongLivedNetwork,
+    PreflightFailure, Protection, SandboxError, SandboxLedger, SandboxNetwork, SandboxOutcome,
+    SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger, spec,
 };
 use crate::harness::workspace::modes;
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
@@ -718,8 +718,8 @@ impl CommandRunner {
     /// `profile` is, with no wall-clock limit: the rlimits (CPU time and memory among them) are
     /// its budget for life. It may read the workspace and never write it: a session-long
     /// writer would keep the sandbox's placeholder files in the tree and escape the
-    /// after-command checks and checkpoints. A network path for it is not built yet, so a
-    /// profile with the network is refused too.
+    /// after-command checks and checkpoints. With the network in its profile it gets the
+    /// same path a command gets (slirp4netns, the same refused ranges).
     pub async fn start_long_lived(
         &self,
         profile: &ExecutionProfile,
@@ -728,11 +728,6 @@ impl CommandRunner {
         if profile.workspace_write {
             return Err(LongLivedError::Refused(
                 "a long-lived process may read the workspace but not write it".into(),
-            ));
-        }
-        if profile.network {
-            return Err(LongLivedError::Refused(
-                "a long-lived process cannot have the network yet".into(),
             ));
         }
         if argv.is_empty() {
@@ -744,10 +739,19 @@ impl CommandRunner {
         self.ensure_sandbox()
             .await
             .map_err(|f| LongLivedError::Preflight(f.reason().to_string()))?;
+        if profile.network {
+            self.ensure_network()
+                .await
+                .map_err(|e| LongLivedError::Preflight(e.to_string()))?;
+        }
         let spec = self.build_spec(profile, argv)?;
+        let network = profile.network.then(|| LongLivedNetwork {
+            allow_host_loopback: self.host_loopback_for_tests,
+            network_allow: &self.config.network_allow,
+        });
         Ok(self
             .sandbox
-            .start_long_lived(spec, &self.launch_limits())
+            .start_long_lived(spec, &self.launch_limits(), network)
             .await?)
     }
 

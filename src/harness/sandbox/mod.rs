@@ -24,7 +24,7 @@ pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
-pub use long_lived::LongLived;
+pub use long_lived::{LongLived, LongLivedNetwork};
 pub use preflight::PreflightFailure;
 pub use spec::{BindSources, Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ pub struct BubblewrapSandbox {
         tokio::sync::Mutex<HashMap<PathBuf, Result<(), netns::NetworkPreflightError>>>,
     /// Set when a sandbox on the network path was told to die and its death could not be
     /// confirmed: every later network request is refused for the life of this instance.
-    network_containment_failed: AtomicBool,
+    network_containment_failed: Arc<AtomicBool>,
     /// Where launches are recorded until their death is confirmed (none: launches are still
     /// marked and ended on drop, but a Spear killed mid-launch leaves nothing to sweep).
     ledger: Option<SandboxLedger>,
@@ -135,7 +136,7 @@ impl BubblewrapSandbox {
             layout: HostLayout::probe(),
             preflight: tokio::sync::Mutex::new(None),
             net_preflight: tokio::sync::Mutex::new(HashMap::new()),
-            network_containment_failed: AtomicBool::new(false),
+            network_containment_failed: Arc::new(AtomicBool::new(false)),
             ledger: None,
             user: SandboxUser::for_this_process(false),
             #[cfg(test)]

@@ -85,13 +85,49 @@ pub fn check_support(sandbox: &BubblewrapSandbox) -> Result<(), NetworkSupportEr
 /// Run `spec` with slirp networking attached before the command starts.
 pub async fn run_with_slirp(
     sandbox: &BubblewrapSandbox,
-    mut spec: SandboxSpec,
+    spec: SandboxSpec,
     limits: &LaunchLimits,
     sink: &mut dyn OutputSink,
     timeout: Duration,
     allow_host_loopback: bool,
     network_allow: &[IpPrefix],
 ) -> Result<SandboxOutcome, SandboxError> {
+    let (mut running, helper) = start_with_slirp(
+        sandbox,
+        spec,
+        limits,
+        None,
+        timeout,
+        allow_host_loopback,
+        network_allow,
+    )
+    .await?;
+    // Only now may the command start.
+    running.release();
+    let outcome = running.finish(sink, timeout).await;
+    if outcome.containment.is_err() {
+        sandbox.poison_network();
+    }
+    // The helper is ours: stop it and reap it through its pidfd.
+    if helper.stop(KILL_GRACE).await.is_err() {
+        sandbox.poison_network();
+    }
+    Ok(outcome)
+}
+
+/// Launch `spec` with slirp attached to its network namespace and the refusal routes checked,
+/// the command still held: the caller releases it, and owns the helper (slirp4netns, held by
+/// its pidfd), which must be stopped when the sandbox ends.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn start_with_slirp(
+    sandbox: &BubblewrapSandbox,
+    mut spec: SandboxSpec,
+    limits: &LaunchLimits,
+    stdin: Option<File>,
+    timeout: Duration,
+    allow_host_loopback: bool,
+    network_allow: &[IpPrefix],
+) -> Result<(Running, crate::harness::process::HeldChild), SandboxError> {
     if sandbox.network_containment_failed() {
         return Err(SandboxError::NetworkPoisoned);
     }
@@ -109,30 +145,19 @@ pub async fn run_with_slirp(
     });
     // bwrap sets up loopback and its mounts meanwhile; the command waits on --block-fd.
     let mut running = sandbox
-        .start(spec, &limits, vec![resolv], None, timeout)
+        .start(spec, &limits, vec![resolv], stdin, timeout)
         .await?;
     let attached = attach(&mut running, &slirp, allow_host_loopback, &refused).await;
-    let helper = match attached {
-        Ok(h) => h,
+    match attached {
+        Ok(helper) => Ok((running, helper)),
         Err(why) => {
             // Nothing ran yet; take the blocked sandbox down and report the setup failure.
             if sandbox.kill_confirmed(&running).await.is_err() {
                 sandbox.poison_network();
             }
-            return Err(SandboxError::NetworkSetup(why));
+            Err(SandboxError::NetworkSetup(why))
         }
-    };
-    // Only now may the command start.
-    running.release();
-    let outcome = running.finish(sink, timeout).await;
-    if outcome.containment.is_err() {
-        sandbox.poison_network();
     }
-    // The helper is ours: stop it and reap it through its pidfd.
-    if helper.stop(KILL_GRACE).await.is_err() {
-        sandbox.poison_network();
-    }
-    Ok(outcome)
 }
 
 /// What this launch refuses, from the host's addresses now: the routes, and whether the kernel
