@@ -126,6 +126,30 @@ async fn stopped_or_dropped_it_is_gone_with_everything_it_started() {
     }
 }
 
+/// Granted no workspace (no `workspace_read`), it sees none of it and starts in its own home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn granted_no_workspace_it_sees_none() {
+    require_bwrap();
+    let (_d, ws) = workspace();
+    std::fs::write(ws.join("inside.txt"), "inside\n").unwrap();
+    let mut none = read_only();
+    none.workspace_read = false;
+    let script = format!(
+        "read -r x; echo \"pwd=$(pwd)\"; cat {}/inside.txt 2>/dev/null || echo unseen",
+        ws.display()
+    );
+    let mut p = runner(&ws)
+        .start_long_lived(&none, sh(&script))
+        .await
+        .expect("starts");
+    let mut stdin = p.stdin.take().unwrap();
+    let mut out = BufReader::new(p.stdout.take().unwrap());
+    let pwd = ask(&mut stdin, &mut out, "go").await;
+    assert!(!pwd.contains(ws.to_str().unwrap()), "{pwd}");
+    assert_eq!(read_one(&mut out).await, "unseen\n");
+    p.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_profile_that_writes_is_refused() {
     let (_d, ws) = workspace();

@@ -359,6 +359,7 @@ impl CommandRunner {
         Ok(SandboxSpec {
             workspace: self.workspace.clone(),
             workspace_write: profile.workspace_write,
+            workspace_hidden: false,
             system: layout.system.clone(),
             masked: layout.masked.clone(),
             env: env::sandbox_env(&self.config.host_env, &self.home, &tmpdir, &host_read_paths),
@@ -716,7 +717,8 @@ impl CommandRunner {
 
     /// Start `argv` as a long-lived process (an MCP stdio server), confined as a command with
     /// `profile` is, with no wall-clock limit: the rlimits (CPU time and memory among them) are
-    /// its budget for life. It may read the workspace and never write it: a session-long
+    /// its budget for life. It may read the workspace (without `workspace_read` it sees none
+    /// of it) and never write it: a session-long
     /// writer would keep the sandbox's placeholder files in the tree and escape the
     /// after-command checks and checkpoints. With the network in its profile it gets the
     /// same path a command gets (slirp4netns, the same refused ranges).
@@ -744,7 +746,9 @@ impl CommandRunner {
                 .await
                 .map_err(|e| LongLivedError::Preflight(e.to_string()))?;
         }
-        let spec = self.build_spec(profile, argv)?;
+        let mut spec = self.build_spec(profile, argv)?;
+        // Granted no workspace, it sees none (a command always sees its own).
+        spec.workspace_hidden = !profile.workspace_read;
         let network = profile.network.then(|| LongLivedNetwork {
             allow_host_loopback: self.host_loopback_for_tests,
             network_allow: &self.config.network_allow,

@@ -104,7 +104,9 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
 
     // The workspace, then what stays read-only inside it.
     let from = |p: &Path| spec.workspace_source(p);
-    if spec.workspace_write {
+    if spec.workspace_hidden {
+        // Nothing of it: no bind, and the sockets in it need no cover.
+    } else if spec.workspace_write {
         a.two("--bind", from(&spec.workspace), &spec.workspace);
         for p in &spec.protections {
             match p {
@@ -116,13 +118,22 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     } else {
         a.two("--ro-bind", from(&spec.workspace), &spec.workspace);
     }
-    for s in &spec.covered_sockets {
-        a.two("--ro-bind", "/dev/null", s);
+    if !spec.workspace_hidden {
+        for s in &spec.covered_sockets {
+            a.two("--ro-bind", "/dev/null", s);
+        }
     }
     for (i, p) in spec.host_read_paths.iter().enumerate() {
         a.two("--ro-bind", spec.host_read_source(i), p);
     }
-    a.one("--chdir", &spec.workspace);
+    a.one(
+        "--chdir",
+        if spec.workspace_hidden {
+            &spec.home
+        } else {
+            &spec.workspace
+        },
+    );
 
     a.one("--info-fd", spec.info_fd.to_string());
     a.one("--userns-block-fd", spec.gate_fd.to_string());
@@ -147,6 +158,7 @@ mod tests {
         SandboxSpec {
             workspace: "/w".into(),
             workspace_write: false,
+            workspace_hidden: false,
             system: vec![
                 SystemEntry::Dir("/usr".into()),
                 SystemEntry::Symlink {
@@ -315,6 +327,20 @@ mod tests {
                 .any(|w| w == ["--ro-bind", "/run/spear-stage/workspace", "/w"]),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn a_hidden_workspace_is_not_bound_and_not_the_working_directory() {
+        let mut s = spec();
+        s.workspace_hidden = true;
+        s.covered_sockets = vec!["/w/sock".into()];
+        let got = build_argv(&s);
+        assert!(!got.iter().any(|a| a == "/w" || a == "/w/sock"), "{got:?}");
+        let chdir = got
+            .iter()
+            .position(|a| a == "--chdir")
+            .expect("a working directory");
+        assert_eq!(got[chdir + 1], *s.home.as_os_str());
     }
 
     #[test]

@@ -89,6 +89,9 @@ pub struct SandboxSpec {
     /// Canonical absolute workspace root; also the working directory.
     pub workspace: PathBuf,
     pub workspace_write: bool,
+    /// Not bound at all (a long-lived process granted no workspace): the working directory is
+    /// then `home`. Every command sees its workspace.
+    pub workspace_hidden: bool,
     pub system: Vec<SystemEntry>,
     pub masked: Vec<Masked>,
     /// `$HOME` inside the sandbox: an empty tmpfs.
