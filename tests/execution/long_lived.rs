@@ -150,6 +150,43 @@ async fn granted_no_workspace_it_sees_none() {
     p.stop().await.unwrap();
 }
 
+/// A server that floods its stderr: only the last bytes are kept, and the log says how many
+/// came before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_stderr_is_kept_bounded() {
+    let (_d, ws) = workspace();
+    let mut p = start(
+        &ws,
+        "i=0; while [ $i -lt 2000 ]; do echo \"line $i of noise on stderr\" >&2; i=$((i+1)); done; echo done",
+    )
+    .await;
+    let log = p.keep_stderr(1024).expect("stderr is there to keep");
+    let mut out = BufReader::new(p.stdout.take().unwrap());
+    assert_eq!(read_one(&mut out).await, "done\n");
+    tokio::time::timeout(HANG, p.exited())
+        .await
+        .unwrap()
+        .unwrap();
+    let text = tokio::time::timeout(HANG, async {
+        loop {
+            let t = log.text();
+            if t.ends_with("line 1999 of noise on stderr\n") {
+                return t;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the last line reached the log");
+    let kept = text.split_once('\n').map_or(0, |(_, rest)| rest.len());
+    assert!(
+        text.starts_with('[') && text.contains("earlier bytes not kept"),
+        "{}",
+        &text[..80]
+    );
+    assert!(kept <= 1024, "{kept} bytes kept");
+}
+
 #[tokio::test]
 async fn a_profile_that_writes_is_refused() {
     let (_d, ws) = workspace();

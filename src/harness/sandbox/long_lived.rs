@@ -113,6 +113,28 @@ impl LongLived {
         stopped
     }
 
+    /// Keep what it writes on stderr from now on, the last `cap` bytes of it (a server that
+    /// floods its stderr costs no more memory than that). `None` when stderr was taken.
+    pub fn keep_stderr(&mut self, cap: usize) -> Option<StderrLog> {
+        let mut stderr = self.stderr.take()?;
+        let log = StderrLog {
+            kept: Arc::default(),
+            cap,
+        };
+        let writer = log.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                writer.push(&buf[..n]);
+            }
+        });
+        Some(log)
+    }
+
     /// Whether it has the network.
     pub fn networked(&self) -> bool {
         self.helper.is_some()
@@ -130,6 +152,42 @@ impl Drop for LongLived {
     fn drop(&mut self) {
         if let Some(h) = self.helper.take() {
             h.kill_and_reap_now(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The tail of a long-lived process's stderr, bounded.
+#[derive(Debug, Clone)]
+pub struct StderrLog {
+    /// The bytes kept and how many were dropped before them.
+    kept: Arc<std::sync::Mutex<(std::collections::VecDeque<u8>, u64)>>,
+    cap: usize,
+}
+
+impl StderrLog {
+    fn push(&self, bytes: &[u8]) {
+        let Ok(mut k) = self.kept.lock() else {
+            return;
+        };
+        let (kept, dropped) = &mut *k;
+        kept.extend(bytes);
+        let over = kept.len().saturating_sub(self.cap);
+        kept.drain(..over);
+        *dropped += over as u64;
+    }
+
+    /// What is kept, as text (invalid UTF-8 replaced), after a line saying how much came
+    /// before it when some was dropped.
+    pub fn text(&self) -> String {
+        let Ok(k) = self.kept.lock() else {
+            return String::new();
+        };
+        let (kept, dropped) = &*k;
+        let (a, b) = kept.as_slices();
+        let body = String::from_utf8_lossy(&[a, b].concat()).into_owned();
+        match dropped {
+            0 => body,
+            n => format!("[{n} earlier bytes not kept]\n{body}"),
         }
     }
 }

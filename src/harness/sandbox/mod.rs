@@ -24,7 +24,7 @@ pub use argv::build_argv;
 pub use error::{HelperMissing, NamespacePrepError, SandboxError, SpecError};
 pub use launch::{CAPTURE_HEAD, CAPTURE_TAIL, End, SandboxOutcome};
 pub use ledger::{LedgerEntry, SandboxLedger, SweepReport};
-pub use long_lived::{LongLived, LongLivedNetwork};
+pub use long_lived::{LongLived, LongLivedNetwork, StderrLog};
 pub use preflight::PreflightFailure;
 pub use spec::{BindSources, Masked, Protection, SandboxNetwork, SandboxSpec, SystemEntry};
 pub use tmpfs::TmpfsSizes;
