@@ -64,6 +64,13 @@ enum Command {
     Undo(cli::checkpoints::UndoArgs),
     /// The Model Context Protocol: `serve` offers Spear's harness to other agents over stdio.
     Mcp(cli::mcp::McpArgs),
+    /// Test only: an MCP stdio server for the MCP client's tests.
+    #[cfg(feature = "test-hooks")]
+    #[command(name = "__mcp-test-server", hide = true)]
+    McpTestServer {
+        /// A word the tests find the process by.
+        tag: Option<String>,
+    },
     /// Internal: one document extraction, run confined by Spear itself (input on stdin).
     #[command(name = "__extract", hide = true)]
     Extract {
@@ -90,6 +97,11 @@ fn main() -> ExitCode {
         Some(Command::Checkpoints(args)) => cli::checkpoints::list(args, cli.workspace),
         Some(Command::Undo(args)) => cli::checkpoints::undo(args, cli.workspace),
         Some(Command::Mcp(args)) => cli::mcp::run(args, cli.workspace),
+        #[cfg(feature = "test-hooks")]
+        Some(Command::McpTestServer { .. }) => {
+            let code = spear::tools::mcp::test_server::serve();
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
         Some(Command::Extract { kind, base }) => {
             let code = spear::tools::documents::serve_extraction(&kind, base.as_deref());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));

@@ -13,6 +13,8 @@ mod compaction;
 mod config;
 #[path = "agent_loop/front_ends.rs"]
 mod front_ends;
+#[path = "agent_loop/mcp_client.rs"]
+mod mcp_client;
 #[path = "agent_loop/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "agent_loop/prompt.rs"]

@@ -27,6 +27,7 @@ use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::checkpoints::SessionCheckpoints;
 use crate::tools::executor::{CommandExecutor, ExecOutcome, OutputSink};
+use crate::tools::host::mcp::McpClients;
 use crate::tools::host::{HostConfig, SpearHost};
 use crate::tools::normative::{self, EngagedStandard, StandardError, StandardsLibrary};
 use crate::tools::observer::{AuditObserver, HOST_ROOT_NOTE, SessionLabel, ToolObserver};
@@ -70,6 +71,8 @@ pub enum BuildError {
     ConfigInsideWorkspace { config: PathBuf, workspace: PathBuf },
     #[error("cannot open the audit log; nothing was run: {0}")]
     Audit(#[source] AuditError),
+    #[error("cannot start the MCP servers' runtime: {0}")]
+    McpRuntime(#[source] std::io::Error),
     #[error("cannot open the result store: {0}")]
     Store(#[from] StoreError),
     #[error("cannot open the standards library: {0}")]
@@ -194,6 +197,12 @@ pub fn runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
 /// never pays for the walk. When the sandbox cannot even be set up, every command is refused
 /// as "sandbox unavailable" and nothing runs unconfined.
 pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn CommandExecutor> {
+    executor_over(sandboxed_runner(command_runner_config(root, harness)))
+}
+
+/// The runner's configuration for commands: `runner_config` with the protected directories,
+/// the uncreatable agent configuration and the held generated files.
+fn command_runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig {
     let mut config = runner_config(root, harness);
     let scan_root = root.to_path_buf();
     config.protected_scan = Some(ProtectedScan::new(move || {
@@ -219,11 +228,22 @@ pub fn command_executor(root: &Path, harness: &HarnessSettings) -> Box<dyn Comma
             policy.held_for_commands(&ws, rel)
         }));
     }
-    let built = CommandRunner::new(config)
+    config
+}
+
+/// The runner of `config`, shared by the terminal's executor and the session's MCP servers.
+fn sandboxed_runner(config: RunnerConfig) -> Result<Arc<CommandRunner>, String> {
+    CommandRunner::new(config)
+        .map(Arc::new)
         .map_err(|e| e.to_string())
-        .and_then(|runner| {
-            crate::tools::executor::runner::RunnerExecutor::new(runner).map_err(|e| e.to_string())
-        });
+}
+
+/// The terminal's executor over `runner`; when the sandbox cannot be set up, one that says why
+/// and runs nothing.
+fn executor_over(runner: Result<Arc<CommandRunner>, String>) -> Box<dyn CommandExecutor> {
+    let built = runner.and_then(|r| {
+        crate::tools::executor::runner::RunnerExecutor::shared(r).map_err(|e| e.to_string())
+    });
     match built {
         Ok(executor) => Box::new(executor),
         Err(why) => Box::new(Unavailable(why)),
@@ -370,7 +390,21 @@ impl SessionBuilder {
     /// ResultStore.
     pub fn host(&self) -> Result<SpearHost, BuildError> {
         let root = &self.place.root;
-        Ok(SpearHost::new(
+        // One runner for the terminal's commands and the MCP servers: one ledger, one network
+        // poison.
+        let runner = sandboxed_runner(command_runner_config(root, &self.harness));
+        let mcp = match (&runner, self.harness.mcp_servers.is_empty()) {
+            (Ok(r), false) => Some(Arc::new(
+                McpClients::new(
+                    self.harness.mcp_servers.clone(),
+                    r.clone(),
+                    &self.place.state,
+                )
+                .map_err(BuildError::McpRuntime)?,
+            )),
+            _ => None,
+        };
+        let host = SpearHost::new(
             self.place.workspace.clone(),
             TargetPolicy::default(),
             CommandPolicy::new(PolicyConfig {
@@ -378,7 +412,7 @@ impl SessionBuilder {
                 workspace_root: Some(root.clone()),
                 ..PolicyConfig::default()
             }),
-            command_executor(root, &self.harness),
+            executor_over(runner),
             self.results()?,
             HostConfig {
                 session: self.audit_session.get(),
@@ -388,7 +422,11 @@ impl SessionBuilder {
                 hooks: self.checked_hooks()?,
                 ..HostConfig::default()
             },
-        ))
+        );
+        Ok(match mcp {
+            Some(m) => host.with_mcp(m),
+            None => host,
+        })
     }
 
     /// The router over the coding tools, the normative runtime's tools and the web pair (which

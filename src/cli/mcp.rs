@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use spear::agent::builder::{Place, SessionBuilder};
 use spear::harness::primitives::ExecutionMode;
-use spear::tools::mcp::server::{ServeOptions, SpearMcp};
+use spear::tools::mcp_server::{ServeOptions, SpearMcp};
 
 #[derive(Args)]
 pub struct McpArgs {

@@ -40,6 +40,42 @@ pub struct ConfigFile {
     pub providers: BTreeMap<String, ProviderTable>,
     #[serde(default)]
     pub hooks: HooksTable,
+    #[serde(default)]
+    pub mcp: McpTable,
+}
+
+/// `[mcp.servers.NAME]`: the person's MCP servers (never a project's: only this file names
+/// them).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpTable {
+    #[serde(default)]
+    pub servers: BTreeMap<String, McpServerTable>,
+}
+
+/// One MCP server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerTable {
+    pub command: Option<Spanned<String>>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// `"read"` (default) or `"none"`.
+    pub workspace: Option<Spanned<String>>,
+    pub network: Option<bool>,
+    #[serde(default)]
+    pub read_paths: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub env: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub read_only_tools: Vec<String>,
+    pub call_timeout_seconds: Option<Spanned<u64>>,
+    /// Streamable HTTP (not supported yet: refused with a reason).
+    pub url: Option<Spanned<String>>,
+    #[serde(default)]
+    pub headers_env: Vec<String>,
+    #[serde(default)]
+    pub allow_addresses: Vec<String>,
 }
 
 /// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`: the person's programs around every call.

@@ -199,6 +199,8 @@ pub struct HarnessSettings {
     /// `[checkpoints]`: what one checkpoint may take, the store's budget per workspace, and
     /// patterns left out besides the ignore files'.
     pub checkpoint_limits: crate::harness::checkpoint::Limits,
+    /// `[mcp.servers.NAME]`: the person's MCP servers, checked.
+    pub mcp_servers: Vec<crate::tools::host::mcp::McpServerConfig>,
 }
 
 impl Default for HarnessSettings {
@@ -216,6 +218,7 @@ impl Default for HarnessSettings {
             hooks: Default::default(),
             checkpoints_enabled: true,
             checkpoint_limits: Default::default(),
+            mcp_servers: Vec::new(),
         }
     }
 }

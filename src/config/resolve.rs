@@ -239,7 +239,142 @@ pub fn harness(
         hooks: hooks(path, text, &file.hooks)?,
         checkpoints_enabled: file.checkpoints.enabled.unwrap_or(true),
         checkpoint_limits: checkpoint_limits(&file.checkpoints, &bad)?,
+        mcp_servers: mcp_servers(path, text, &file.mcp)?,
     })
+}
+
+/// `[mcp.servers.NAME]`: stdio servers, each with a program named by absolute path, a
+/// workspace grant of `read` or `none`, absolute read paths outside Spear's own directories,
+/// and a call timeout between 1 and 3600 seconds. What is not built yet (streamable HTTP,
+/// passing environment variables) is refused with a reason rather than ignored.
+fn mcp_servers(
+    path: &Path,
+    text: &str,
+    table: &super::file::McpTable,
+) -> Result<Vec<crate::tools::host::mcp::McpServerConfig>, ConfigError> {
+    use crate::tools::host::mcp::config::valid_name;
+    let invalid = |span: &std::ops::Range<usize>, how: &str, why: String| {
+        ConfigError::invalid(path, &place(text, span), how, why)
+    };
+    let at_table = |name: &str, how: &str, why: String| {
+        ConfigError::invalid(
+            path,
+            &super::file::place_of_table(text, &format!("mcp.servers.{name}"), String::new()),
+            how,
+            why,
+        )
+    };
+    let mut out = Vec::new();
+    for (name, s) in &table.servers {
+        if !valid_name(name) {
+            return Err(at_table(
+                name,
+                "name the server with letters, digits, `_` and `-` only",
+                format!("`{name}` cannot name an MCP server (its tools are called NAME.TOOL)"),
+            ));
+        }
+        if let Some(url) = &s.url {
+            return Err(invalid(
+                &url.span(),
+                "run the server over stdio instead (`command = \"/usr/bin/…\"`)",
+                format!("[mcp.servers.{name}] url: streamable HTTP servers are not supported yet"),
+            ));
+        }
+        if !s.headers_env.is_empty() || !s.allow_addresses.is_empty() {
+            return Err(at_table(
+                name,
+                "remove headers_env and allow_addresses (they belong to HTTP servers)",
+                format!("[mcp.servers.{name}]: streamable HTTP servers are not supported yet"),
+            ));
+        }
+        if let Some(first) = s.env.first() {
+            return Err(invalid(
+                &first.span(),
+                "remove `env`: the server starts with the sandbox's own environment",
+                format!(
+                    "[mcp.servers.{name}] env: passing environment variables (secrets) to an MCP \
+                     server is not supported yet"
+                ),
+            ));
+        }
+        let Some(command) = &s.command else {
+            return Err(at_table(
+                name,
+                "add `command = \"/absolute/path/to/server\"` (and `args = [...]`)",
+                format!("[mcp.servers.{name}] names no command"),
+            ));
+        };
+        let program = std::path::PathBuf::from(command.get_ref());
+        if !program.is_absolute() {
+            return Err(invalid(
+                &command.span(),
+                "give the program's absolute path (it runs in the sandbox, which has no PATH of yours)",
+                format!(
+                    "[mcp.servers.{name}] command `{}` is not absolute",
+                    command.get_ref()
+                ),
+            ));
+        }
+        let workspace_read = match s.workspace.as_ref().map(|w| w.get_ref().as_str()) {
+            None | Some("read") => true,
+            Some("none") => false,
+            Some(other) => {
+                let span = s.workspace.as_ref().map_or(0..0, |w| w.span());
+                return Err(invalid(
+                    &span,
+                    "write workspace = \"read\" or workspace = \"none\" (an MCP server never writes it)",
+                    format!("[mcp.servers.{name}] workspace = \"{other}\" is not a grant"),
+                ));
+            }
+        };
+        let mut read_paths = Vec::new();
+        for p in &s.read_paths {
+            let rp = std::path::PathBuf::from(p.get_ref());
+            if !rp.is_absolute() {
+                return Err(invalid(
+                    &p.span(),
+                    "give absolute paths",
+                    format!(
+                        "[mcp.servers.{name}] read_paths: `{}` is not absolute",
+                        p.get_ref()
+                    ),
+                ));
+            }
+            let config_dir = path.parent().unwrap_or(path);
+            if rp.starts_with(config_dir) || config_dir.starts_with(&rp) {
+                return Err(invalid(
+                    &p.span(),
+                    "name a directory that neither holds nor lies inside Spear's config directory",
+                    format!(
+                        "[mcp.servers.{name}] read_paths: `{}` would show the server Spear's \
+                         configuration",
+                        p.get_ref()
+                    ),
+                ));
+            }
+            read_paths.push(rp);
+        }
+        let secs = s.call_timeout_seconds.as_ref().map_or(60, |t| *t.get_ref());
+        if !(1..=3600).contains(&secs) {
+            let span = s.call_timeout_seconds.as_ref().map_or(0..0, |t| t.span());
+            return Err(invalid(
+                &span,
+                "set call_timeout_seconds between 1 and 3600",
+                format!("call_timeout_seconds = {secs} is out of range"),
+            ));
+        }
+        out.push(crate::tools::host::mcp::McpServerConfig {
+            name: name.clone(),
+            command: program,
+            args: s.args.clone(),
+            workspace_read,
+            network: s.network.unwrap_or(false),
+            read_paths,
+            read_only_tools: s.read_only_tools.iter().cloned().collect(),
+            call_timeout: std::time::Duration::from_secs(secs),
+        });
+    }
+    Ok(out)
 }
 
 /// `[checkpoints]`: sizes more than 0, patterns that are globs.

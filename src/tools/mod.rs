@@ -6,9 +6,11 @@
 //! `executor/` (the seam between the terminal and the execution layer), `results/` (the
 //! ResultStore and what it tells the model), `host/` (SpearHost, the one door to the harness:
 //! its hard gates, host commands and the session's web client), `handler` and `registry` (what
-//! a tool is), the tools (`web/`, then `coding/`, whose terminal plans `spear-capability run`,
-//! then `normative/`, which reuses three coding tools; built from `documents/`), and `router/`
-//! (the call path: ToolRouter, the turn, schema validation). `tests/layers.rs` keeps it so.
+//! a tool is), the tools (`web/` and `mcp/`, then `coding/`, whose terminal plans
+//! `spear-capability run` and `call`, then `normative/`, which reuses three coding tools; built
+//! from `documents/`), `router/` (the call path: ToolRouter, the turn, schema validation), and
+//! `mcp_server` (Spear's harness as an MCP server, over the router). `tests/layers.rs` keeps it
+//! so.
 
 pub mod approval;
 pub mod checkpoints;
@@ -23,6 +25,7 @@ pub mod hooks;
 pub mod host;
 pub(crate) mod lines;
 pub mod mcp;
+pub mod mcp_server;
 pub mod normative;
 pub mod observer;
 pub mod pipeline;

@@ -604,10 +604,19 @@ pub const CRATE_RULES: &[CrateRule] = &[
     // ---- the Model Context Protocol -----------------------------------------------------------
     CrateRule {
         krate: "rmcp",
-        used_by: &[(
-            "spear::tools::mcp",
-            "MCP is spoken in one place, over the router every call takes; nothing else \
-             learns the protocol",
-        )],
+        used_by: &[
+            (
+                "spear::tools::mcp_server",
+                "Spear as an MCP server: the protocol over the router every call takes",
+            ),
+            (
+                "spear::tools::host::mcp",
+                "the client of the person's MCP servers, each a long-lived confined process",
+            ),
+            (
+                "spear::tools::mcp",
+                "the test server the client's tests start (built with test-hooks only)",
+            ),
+        ],
     },
 ];

@@ -23,10 +23,11 @@ use crate::harness::sandbox::placeholders::WorkspaceHold;
 use crate::harness::sandbox::root_uid::SandboxUser;
 use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
-    BindSources, BubblewrapSandbox, End, LaunchLimits, LongLived, LongLivedNetwork,
-    PreflightFailure, Protection, SandboxError, SandboxLedger, SandboxNetwork, SandboxOutcome,
-    SandboxSpec, SpecError, SweepReport, TmpfsSizes, env, ledger, spec,
+    BindSources, BubblewrapSandbox, End, LaunchLimits, LongLivedNetwork, PreflightFailure,
+    Protection, SandboxError, SandboxLedger, SandboxNetwork, SandboxOutcome, SandboxSpec,
+    SpecError, SweepReport, TmpfsSizes, env, ledger, spec,
 };
+pub use crate::harness::sandbox::{LongLived, StderrLog};
 use crate::harness::workspace::modes;
 use crate::harness::workspace::snapshot::{self, WorkspaceSnapshot};
 pub use error::{LongLivedError, MechanismError};

@@ -47,6 +47,9 @@ impl ToolHandler for Terminal {
                 {
                     return plan;
                 }
+                if let Some(plan) = crate::tools::mcp::capability::plan(host, &cmd, &command) {
+                    return plan;
+                }
                 // Said outright, so the terminal's mutating spec does not make SpearHost's own
                 // answer a write: nothing reaches a shell, nothing changes.
                 return Ok(Plan {

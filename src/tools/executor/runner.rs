@@ -14,7 +14,9 @@ use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSi
 
 /// A `CommandRunner` as the terminal tool sees it.
 pub struct RunnerExecutor {
-    runner: CommandRunner,
+    /// Shared with whatever else of the session launches sandboxes (its MCP servers), so one
+    /// runner, one ledger, one network poison serve them all.
+    runner: std::sync::Arc<CommandRunner>,
     /// Always `Some` until dropped (taken to shut it down without blocking).
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -32,6 +34,11 @@ impl Drop for RunnerExecutor {
 
 impl RunnerExecutor {
     pub fn new(runner: CommandRunner) -> io::Result<Self> {
+        Self::shared(std::sync::Arc::new(runner))
+    }
+
+    /// An executor over a runner shared with others.
+    pub fn shared(runner: std::sync::Arc<CommandRunner>) -> io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;

@@ -2,13 +2,15 @@
 //! harness only through it (workspace resolution and file operations, the target policy, the
 //! command policy, the command executor, the ResultStore and WorkingState), and it answers the
 //! host commands `spear-capability` and `spear-knowledge` itself, without any shell. Below it:
-//! `gates` (the only maker of a `GatedPath`), `files`, `command`, `knowledge`, and `web`, the
+//! `gates` (the only maker of a `GatedPath`), `files`, `command`, `knowledge`, `mcp` (the
+//! person's MCP servers, each a long-lived confined process), and `web`, the
 //! session's web client. It never names a tool, a plan or the router.
 
 pub(crate) mod command;
 pub(crate) mod files;
 pub(crate) mod gates;
 pub(crate) mod knowledge;
+pub mod mcp;
 pub mod web;
 
 use std::fs::File;
@@ -88,6 +90,8 @@ pub struct SpearHost {
     working_state: Mutex<WorkingState>,
     web: WebPair,
     config: HostConfig,
+    /// The person's MCP servers, when any are configured and the sandbox can run them.
+    mcp: Option<std::sync::Arc<crate::tools::host::mcp::McpClients>>,
 }
 
 impl SpearHost {
@@ -108,7 +112,20 @@ impl SpearHost {
             working_state: Mutex::new(WorkingState::new()),
             web: WebPair::new(config.web.clone()),
             config,
+            mcp: None,
         }
+    }
+
+    /// With the person's MCP servers.
+    #[must_use]
+    pub fn with_mcp(mut self, mcp: std::sync::Arc<crate::tools::host::mcp::McpClients>) -> Self {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// The person's MCP servers, if any.
+    pub fn mcp(&self) -> Option<&crate::tools::host::mcp::McpClients> {
+        self.mcp.as_deref()
     }
 
     pub fn config(&self) -> &HostConfig {
@@ -294,19 +311,22 @@ impl SpearHost {
         }
     }
 
-    /// Answer a host command. Never spawns anything.
+    /// Answer a host command. Nothing reaches a shell; listing or describing an MCP server's
+    /// tools starts that server (confined) if it is not running.
     pub fn answer(&self, cmd: &HostCommand) -> ToolResult {
         let args: Vec<&str> = cmd.args.iter().map(String::as_str).collect();
         match (cmd.name, args.as_slice()) {
             ("spear-capability", ["list"]) => self.capability_list(),
-            ("spear-capability", ["describe", name]) => self.capability_describe(name),
+            ("spear-capability", ["describe", name]) => {
+                mcp::describe(self, name).unwrap_or_else(|| self.capability_describe(name))
+            }
             ("spear-knowledge", ["search", query @ ..]) if !query.is_empty() => {
                 self.knowledge_search(&query.join(" "))
             }
             ("spear-knowledge", ["show", id]) => self.knowledge_show(id),
             ("spear-capability", _) => ToolResult::failed(
                 "usage: spear-capability list | spear-capability describe NAME | \
-                 spear-capability run NAME ARGS...",
+                 spear-capability run NAME ARGS... | spear-capability call SERVER.TOOL 'JSON'",
             ),
             _ => {
                 ToolResult::failed("usage: spear-knowledge search QUERY | spear-knowledge show ID")
@@ -316,6 +336,10 @@ impl SpearHost {
 
     fn capability_list(&self) -> ToolResult {
         let caps = self.capabilities();
+        let mcp = mcp::list_lines(self);
+        if caps.is_empty() && !mcp.is_empty() {
+            return ToolResult::ok(mcp.join("\n") + "\n");
+        }
         if caps.is_empty() {
             return ToolResult::ok(
                 "No external capabilities are configured for this session (the web pair is \
@@ -330,6 +354,10 @@ impl SpearHost {
             "Use `spear-capability describe NAME` for the arguments, and \
              `spear-capability run NAME ARGS...` (typed alone) to use one.\n",
         );
+        for line in mcp {
+            out.push_str(&line);
+            out.push('\n');
+        }
         ToolResult::ok(out)
     }
 

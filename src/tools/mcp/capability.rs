@@ -1,0 +1,151 @@
+//! MCP tools as the model reaches them: `spear-capability call SERVER.TOOL 'JSON'` typed alone
+//! in the terminal (the spec's host command: an external capability adds no tool), answered by
+//! SpearHost through the router like every call. Its assessment decides the mode's answer: a
+//! tool is WORKSPACE_MUTATING (asked in ASK, refused in SAFE) unless the person's config lists
+//! it under `read_only_tools`; the server's own `readOnlyHint` is shown, never trusted; a
+//! server granted the network makes every call of it need the network.
+
+use serde_json::Value;
+
+use crate::harness::command_policy::{CommandAssessment, CommandClass};
+use crate::harness::primitives::ToolResult;
+use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext};
+use crate::tools::host::SpearHost;
+use crate::tools::host::command::HostCommand;
+use crate::tools::host::mcp::{USAGE, split_name};
+use crate::tools::preview::Preview;
+use crate::tools::refusal::{Gate, Refusal};
+
+fn refused(rule: &str, why: impl Into<String>) -> Refusal {
+    Refusal::new(Gate::Arguments, rule, ToolResult::denied(why.into()))
+}
+
+/// The plan for `cmd` when it is `spear-capability call ...`; `None` for every other host
+/// command. `source` is what was typed.
+pub fn plan(host: &SpearHost, cmd: &HostCommand, source: &str) -> Option<Result<Plan, Refusal>> {
+    let (first, rest) = cmd.args.split_first()?;
+    if cmd.name != "spear-capability" || first != "call" {
+        return None;
+    }
+    Some(call_plan(host, rest, source))
+}
+
+fn call_plan(host: &SpearHost, args: &[String], source: &str) -> Result<Plan, Refusal> {
+    let (name, json) = match args {
+        [name] => (name, None),
+        [name, json] => (name, Some(json)),
+        _ => return Err(refused("host_command_syntax", USAGE)),
+    };
+    let Some((server, tool)) = split_name(name) else {
+        return Err(refused("host_command_syntax", USAGE));
+    };
+    let Some(cfg) = host.mcp().and_then(|m| m.server(server)) else {
+        return Err(refused(
+            "capability_not_configured",
+            format!(
+                "no MCP server named `{server}` is configured (`spear-capability list` shows \
+                 those that are; the person adds one under [mcp.servers.NAME] in the config)"
+            ),
+        ));
+    };
+    let arguments = match json.map(|j| serde_json::from_str::<Value>(j)) {
+        None => serde_json::Map::new(),
+        Some(Ok(Value::Object(m))) => m,
+        Some(Ok(_)) => {
+            return Err(refused(
+                "arguments",
+                format!("the arguments must be a JSON object; {USAGE}"),
+            ));
+        }
+        Some(Err(e)) => {
+            return Err(refused(
+                "arguments",
+                format!("the arguments are not JSON ({e}); {USAGE}"),
+            ));
+        }
+    };
+    let read_only = cfg.read_only_tools.contains(tool);
+    let mut reasons = vec![format!(
+        "an MCP tool of the person's server `{server}`, run in its own sandbox"
+    )];
+    reasons.push(if read_only {
+        "the person's config lists it as read-only".to_string()
+    } else {
+        format!(
+            "mutating: an MCP tool is, unless [mcp.servers.{server}] read_only_tools lists it \
+             (the server's own hints are never trusted)"
+        )
+    });
+    if cfg.network {
+        reasons.push(format!("server `{server}` has the network"));
+    }
+    let assessment = CommandAssessment {
+        command: source.to_string(),
+        class: if read_only {
+            CommandClass::ReadOnly
+        } else {
+            CommandClass::WorkspaceMutating
+        },
+        executables: vec!["spear-capability".into()],
+        writes: Vec::new(),
+        network: cfg.network,
+        reasons,
+        literal_argv: None,
+    };
+    Ok(Plan {
+        targets: Vec::new(),
+        command: Some(assessment),
+        audit_target: Some(source.to_string()),
+        action: Box::new(McpCall {
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+        }),
+    })
+}
+
+struct McpCall {
+    server: String,
+    tool: String,
+    arguments: serde_json::Map<String, Value>,
+}
+
+impl Action for McpCall {
+    fn prepare(
+        &mut self,
+        _host: &SpearHost,
+        _paths: &[crate::tools::host::gates::GatedPath],
+    ) -> Result<Option<Preview>, ToolResult> {
+        let args = Value::Object(self.arguments.clone()).to_string();
+        Ok(Some(Preview::Note {
+            text: format!(
+                "MCP call: server `{}`, tool `{}`, arguments {}",
+                self.server,
+                self.tool,
+                crate::harness::audit::display::escape_controls(&args)
+            ),
+        }))
+    }
+
+    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
+        let Some(mcp) = host.mcp() else {
+            return ToolResult::failed("no MCP servers are configured").into();
+        };
+        match mcp.call(&self.server, &self.tool, self.arguments) {
+            Ok(result) => {
+                let (text, is_error) = crate::tools::host::mcp::client::result_text(&result);
+                if is_error {
+                    let mut r = ToolResult::failed(format!(
+                        "`{}.{}` answered with an error",
+                        self.server, self.tool
+                    ));
+                    r.stdout = text;
+                    r.into()
+                } else {
+                    ToolResult::ok(text).into()
+                }
+            }
+            Err(why) => ToolResult::failed(why).into(),
+        }
+    }
+}

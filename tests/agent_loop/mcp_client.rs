@@ -1,0 +1,315 @@
+//! Issue 24, the client: the person's MCP server (`[mcp.servers.NAME]`), here Spear's own test
+//! server (`spear __mcp-test-server`, an rmcp server built with `test-hooks`), runs as a
+//! long-lived confined process and its tools are reached through `spear-capability` and the
+//! router, as the model reaches them, driven here through `spear tool terminal`.
+//! SAFE runs only the tools the config marks read-only; ASK asks for the rest; AUTO runs them;
+//! the audit log has each call; a description aimed at the model is shown as quoted data; the
+//! server reads the workspace but nothing outside its grant, and has no host loopback; a call
+//! past its timeout is abandoned and the server starts again; a flood is cut; the server is
+//! gone when Spear's process ends; a config that asks for what is not built is refused.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    state: PathBuf,
+    config: PathBuf,
+}
+
+/// The test server's command and read path: Spear's own binary.
+fn spear_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_spear"))
+}
+
+impl Env {
+    /// A workspace and a config naming the test server, tagged `tag` (the tests find its
+    /// process by it), with `extra` lines added to its table.
+    fn new(tag: &str, extra: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (project, state, config) = (base.join("work"), base.join("state"), base.join("config"));
+        for d in [&project, &state, &config.join("spear")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(project.join("inside.txt"), "inside the workspace\n").unwrap();
+        let bin = spear_bin();
+        let text = format!(
+            "[mcp.servers.test]\ncommand = {:?}\nargs = [\"__mcp-test-server\", {tag:?}]\n\
+             read_paths = [{:?}]\nread_only_tools = [\"echo\", \"read\"]\n\
+             call_timeout_seconds = 3\n{extra}\n",
+            bin.display().to_string(),
+            bin.parent().unwrap().display().to_string(),
+        );
+        std::fs::write(config.join("spear/config.toml"), text).unwrap();
+        Env {
+            _dir: dir,
+            project,
+            state,
+            config,
+        }
+    }
+
+    /// `spear tool terminal` with `command`, in `mode`, `--json`; the envelope.
+    fn terminal(&self, mode: &str, command: &str, flags: &[&str]) -> Value {
+        let out = self.spear(
+            &[
+                &[
+                    "tool",
+                    "terminal",
+                    &json!({ "command": command }).to_string(),
+                    "--mode",
+                    mode,
+                    "--json",
+                ][..],
+                flags,
+            ]
+            .concat(),
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let env: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+            panic!(
+                "not an envelope ({e}): {stdout}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let text = env.to_string();
+        if text.contains("bubblewrap (bwrap) is not installed") {
+            panic!("the sandbox is missing: install bubblewrap ({text})");
+        }
+        env
+    }
+
+    /// The binary with this environment, in a session of its own (`setsid`: no controlling
+    /// terminal, so ASK cannot be answered here, as in CI).
+    fn spear(&self, args: &[&str]) -> Output {
+        Command::new("setsid")
+            .arg("--wait")
+            .arg(spear_bin())
+            .args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.state.parent().unwrap())
+            .env("XDG_STATE_HOME", &self.state)
+            .env("XDG_CONFIG_HOME", &self.config)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn audit(&self) -> Vec<spear::harness::audit::AuditRecord> {
+        crate::audit_log::records(&self.state, &self.project)
+    }
+}
+
+fn call(tool: &str, args: Value) -> String {
+    format!("spear-capability call test.{tool} '{args}'")
+}
+
+fn status(env: &Value) -> &str {
+    env["status"].as_str().unwrap_or_default()
+}
+
+fn text(env: &Value) -> String {
+    format!(
+        "{} {} {}",
+        env["preview"].as_str().unwrap_or_default(),
+        env["stdout"].as_str().unwrap_or_default(),
+        env["reason"].as_str().unwrap_or_default()
+    )
+}
+
+/// Processes whose command line holds `tag`.
+fn processes_with(tag: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if !e
+            .file_name()
+            .to_str()
+            .is_some_and(|s| s.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(tag) && cmd.contains("__mcp-test-server") {
+                out.push(cmd);
+            }
+        }
+    }
+    out
+}
+
+fn tag(what: &str) -> String {
+    format!("tag-{what}-{}", std::process::id())
+}
+
+#[test]
+fn modes_decide_the_calls_and_the_audit_log_has_them() {
+    let t = tag("modes");
+    let e = Env::new(&t, "");
+    // The list shows the tools, with the server's words quoted as data.
+    let list = e.terminal("safe", "spear-capability list", &[]);
+    let shown = text(&list);
+    assert_eq!(status(&list), "ok", "{list}");
+    for needle in [
+        "test.echo (read-only)",
+        "test.note",
+        "description from the server: \"Echo the text. IMPORTANT",
+    ] {
+        assert!(shown.contains(needle), "{needle}: {shown}");
+    }
+    let d = e.terminal("safe", "spear-capability describe test.note", &[]);
+    assert!(
+        text(&d).contains("(mutating)") && text(&d).contains("\"required\""),
+        "{d}"
+    );
+
+    // SAFE: a tool the config marks read-only runs; any other is refused by the mode.
+    let echo = e.terminal("safe", &call("echo", json!({"text": "hello"})), &[]);
+    assert_eq!(status(&echo), "ok", "{echo}");
+    assert!(text(&echo).contains("hello"), "{echo}");
+    let note = e.terminal("safe", &call("note", json!({"text": "x"})), &[]);
+    assert_eq!(status(&note), "denied", "{note}");
+    // ASK asks for it (and with no terminal to ask on, nothing runs).
+    let asked = e.terminal("ask", &call("note", json!({"text": "x"})), &[]);
+    assert_eq!(status(&asked), "cancelled", "{asked}");
+    assert!(text(&asked).contains("no terminal to ask"), "{asked}");
+    // AUTO runs it.
+    let ran = e.terminal("auto", &call("note", json!({"text": "kept"})), &[]);
+    assert_eq!(status(&ran), "ok", "{ran}");
+    assert!(text(&ran).contains("noted: kept"), "{ran}");
+
+    let records = e.audit();
+    let target = call("note", json!({"text": "kept"}));
+    assert!(
+        records
+            .iter()
+            .any(|r| r.target.as_deref() == Some(target.as_str())
+                && r.status == Some(spear::harness::primitives::ToolStatus::Ok)),
+        "{records:?}"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r.status == Some(spear::harness::primitives::ToolStatus::Denied)),
+        "the SAFE refusal is recorded: {records:?}"
+    );
+    // Every CLI call ended its Spear, and the server with it.
+    assert!(processes_with(&t).is_empty(), "{:?}", processes_with(&t));
+}
+
+#[test]
+fn the_server_is_confined_to_its_grant() {
+    let t = tag("confined");
+    let e = Env::new(&t, "");
+    let inside = e.project.join("inside.txt");
+    let read = e.terminal("safe", &call("read", json!({"path": inside})), &[]);
+    assert!(text(&read).contains("inside the workspace"), "{read}");
+    // Spear's own config and state, and a file beside the workspace: not there for it.
+    let outside = e.project.parent().unwrap().join("outside.txt");
+    std::fs::write(&outside, "outside secret\n").unwrap();
+    let state_file = e.state.join("probe.txt");
+    std::fs::write(&state_file, "outside secret\n").unwrap();
+    for p in [
+        outside.clone(),
+        e.config.join("spear/config.toml"),
+        state_file,
+    ] {
+        let r = e.terminal("safe", &call("read", json!({ "path": p })), &[]);
+        assert!(
+            !text(&r).contains("outside secret") && !text(&r).contains("mcp.servers"),
+            "{p:?}: {r}"
+        );
+        assert_ne!(status(&r), "ok", "{p:?}: {r}");
+    }
+    // No host loopback (and no network at all without a grant).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let c = e.terminal("auto", &call("connect", json!({ "port": port })), &[]);
+    assert!(
+        text(&c).contains("refused-127.0.0.1") && text(&c).contains("refused-10.0.2.2"),
+        "{c}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the host's loopback server saw a connection"
+    );
+}
+
+#[test]
+fn a_slow_call_is_abandoned_and_a_flood_is_cut() {
+    let t = tag("slow");
+    let e = Env::new(&t, "");
+    let slow = e.terminal("auto", &call("sleep", json!({"seconds": 30})), &[]);
+    assert_eq!(status(&slow), "failed", "{slow}");
+    assert!(text(&slow).contains("took longer than 3 s"), "{slow}");
+    assert!(processes_with(&t).is_empty(), "{:?}", processes_with(&t));
+    let flood = e.terminal("auto", &call("flood", json!({"mib": 8})), &[]);
+    assert_eq!(status(&flood), "ok", "{flood}");
+    let shown = flood["preview"].as_str().unwrap_or_default().len()
+        + flood["stdout"].as_str().unwrap_or_default().len();
+    assert!(shown < 2 << 20, "{shown} bytes came back");
+}
+
+#[test]
+fn a_server_with_the_network_runs_only_with_the_sessions_network() {
+    let t = tag("net");
+    let e = Env::new(&t, "network = true");
+    let off = e.terminal("auto", &call("echo", json!({"text": "x"})), &[]);
+    assert_eq!(
+        status(&off),
+        "denied",
+        "the session's network is off: {off}"
+    );
+    let safe = e.terminal("safe", &call("echo", json!({"text": "x"})), &["--network"]);
+    assert_eq!(status(&safe), "denied", "SAFE grants no network: {safe}");
+    let on = e.terminal(
+        "auto",
+        &call("echo", json!({"text": "with the network"})),
+        &["--network"],
+    );
+    assert_eq!(status(&on), "ok", "{on}");
+    assert!(text(&on).contains("with the network"), "{on}");
+}
+
+#[test]
+fn a_config_asking_for_what_is_not_built_is_refused_with_a_reason() {
+    for (extra, needle) in [
+        ("url = \"https://example.invalid/mcp\"", "not supported yet"),
+        ("env = [\"GITHUB_TOKEN\"]", "not supported yet"),
+        ("workspace = \"write\"", "is not a grant"),
+        ("call_timeout_seconds = 0", "out of range"),
+    ] {
+        let e = Env::new("tag-config", extra);
+        // The table's own line for call_timeout_seconds comes first: replace, not add, there.
+        if extra.starts_with("call_timeout") {
+            let p = e.config.join("spear/config.toml");
+            let t = std::fs::read_to_string(&p)
+                .unwrap()
+                .replace("call_timeout_seconds = 3\n", "");
+            std::fs::write(p, t).unwrap();
+        }
+        let out = e.spear(&["tool", "terminal", "{\"command\":\"true\"}"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra}: {err}");
+        assert!(err.contains(needle), "{extra}: {err}");
+    }
+    // A relative program.
+    let e = Env::new("tag-config", "");
+    let p = e.config.join("spear/config.toml");
+    let t = std::fs::read_to_string(&p).unwrap();
+    let t = t.replacen(
+        &format!("{:?}", spear_bin().display().to_string()),
+        "\"spear\"",
+        1,
+    );
+    std::fs::write(&p, t).unwrap();
+    let out = e.spear(&["tool", "terminal", "{\"command\":\"true\"}"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not absolute"));
+}
