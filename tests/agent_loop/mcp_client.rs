@@ -313,3 +313,31 @@ fn a_config_asking_for_what_is_not_built_is_refused_with_a_reason() {
     let out = e.spear(&["tool", "terminal", "{\"command\":\"true\"}"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not absolute"));
 }
+
+/// Rules name MCP tools as `mcp:SERVER.TOOL`: an allow stops ASK asking for that tool (and no
+/// other), a deny refuses it even in AUTO; the audit log names the rule.
+#[test]
+fn rules_on_mcp_tools_allow_and_deny() {
+    let t = tag("rules");
+    let e = Env::new(&t, "");
+    std::fs::write(
+        e.config.join("spear/rules.toml"),
+        "[[rule]]\naction = \"allow\"\nsubject = \"mcp:test.note\"\nglobal = true\n\n\
+         [[rule]]\naction = \"deny\"\nsubject = \"mcp:test.connect\"\nglobal = true\n",
+    )
+    .unwrap();
+    let allowed = e.terminal("ask", &call("note", json!({"text": "by rule"})), &[]);
+    assert_eq!(status(&allowed), "ok", "{allowed}");
+    assert!(text(&allowed).contains("noted: by rule"), "{allowed}");
+    // The allow speaks for `note` only: `sleep` is still asked about.
+    let other = e.terminal("ask", &call("sleep", json!({"seconds": 1})), &[]);
+    assert_eq!(status(&other), "cancelled", "{other}");
+    let denied = e.terminal("auto", &call("connect", json!({"port": 9})), &[]);
+    assert_eq!(status(&denied), "denied", "{denied}");
+    let records = e.audit();
+    let by_rule = records
+        .iter()
+        .filter(|r| r.decided_by == Some(spear::harness::audit::DecidedBy::Rule))
+        .count();
+    assert_eq!(by_rule, 2, "{records:?}");
+}

@@ -275,9 +275,22 @@ fn ceiling_of(rule: &Rule, classify: &dyn Fn(&str) -> CommandAssessment) -> Ceil
                 capabilities: required_capabilities(&a),
             }
         }
+        // An MCP tool's call: mutating, with the server's own grant (the person's config
+        // decides whether the server has the network).
+        Subject::Mcp { .. } => MCP_CALL,
         _ => FILE_WRITE,
     }
 }
+
+/// A call of an MCP tool, as `spear-capability call` is assessed at its widest.
+const MCP_CALL: Ceiling = Ceiling {
+    class: CommandClass::WorkspaceMutating,
+    capabilities: CapabilitySet::of_const(&[
+        Capability::WorkspaceRead,
+        Capability::WorkspaceWrite,
+        Capability::Network,
+    ]),
+};
 
 /// A file tool's write, as the router assesses it: WORKSPACE_MUTATING, reading and writing.
 const FILE_WRITE: Ceiling = Ceiling {
@@ -347,12 +360,19 @@ fn explain_command(
     match segments(&a.command) {
         Err(why) => unsplit = Some(why),
         Ok(segs) => {
+            let single = segs.len() == 1;
             for seg in segs {
                 let matching: Vec<&Rule> = rules
                     .iter()
-                    .filter(|r| matches!(&r.subject, Subject::Command(p) if p.matches(&seg)))
+                    .filter(|r| r.subject.matches_segment(&seg))
                     .collect();
-                let own = classify(&seg.text);
+                // A line of one command is judged as the caller assessed it: the same as the
+                // policy's reading for a command, SpearHost's for a host command (an MCP call).
+                let own = if single && seg.text.trim() == a.command.trim() {
+                    a.clone()
+                } else {
+                    classify(&seg.text)
+                };
                 // A command that runs what a pipe feeds it (`… | sh`, `… | xargs rm`) runs code
                 // the rule never saw: no allow speaks for it.
                 let feeds_code = seg.piped_in && own.class >= CommandClass::ShellComplex;

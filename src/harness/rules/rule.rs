@@ -218,7 +218,8 @@ pub enum Subject {
         glob: String,
         matcher: globset::GlobMatcher,
     },
-    /// Reserved for MCP: `mcp:SERVER.TOOL`. Matches nothing until MCP tools exist.
+    /// An MCP tool, `mcp:SERVER.TOOL`: matches the host command that calls it
+    /// (`spear-capability call SERVER.TOOL …`).
     Mcp {
         server: String,
         tool: String,
@@ -232,6 +233,23 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// Whether this subject speaks for the command segment `seg`: a command pattern by its
+    /// words, an MCP tool by the host command that calls it; files and names never.
+    pub fn matches_segment(&self, seg: &Segment) -> bool {
+        match self {
+            Subject::Command(p) => p.matches(seg),
+            Subject::Mcp { server, tool } => {
+                seg.redirects.is_empty()
+                    && matches!(seg.words.as_slice(),
+                        [program, call, name, ..]
+                            if program.rsplit('/').next() == Some("spear-capability")
+                                && call == "call"
+                                && *name == format!("{server}.{tool}"))
+            }
+            Subject::Files { .. } | Subject::Net { .. } => false,
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Subject::Command(p) => p.text(),
