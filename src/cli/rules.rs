@@ -69,7 +69,7 @@ pub struct AddArgs {
     /// … on workspace paths matching this glob (`*` within a directory, `**` across).
     #[arg(long)]
     pub path: Option<String>,
-    /// A reserved subject: `mcp:SERVER.TOOL` or `net:HOST[:PORT]`.
+    /// An MCP tool, `mcp:SERVER.TOOL`, or (reserved for the egress proxy) `net:HOST[:PORT]`.
     #[arg(long)]
     pub subject: Option<String>,
     /// For every workspace, not only this one.

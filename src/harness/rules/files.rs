@@ -307,7 +307,7 @@ pub fn write_raw(path: &Path, rules: &[RawRule]) -> Result<(), RulesError> {
     })
     .map_err(|e| err(std::io::Error::other(e)))?;
     let header = "# Spear's permission rules (`spear rules --help`). Each [[rule]] allows, asks or \
-                  denies\n# a command, a file tool's paths, or a reserved subject.\n\n";
+                  denies\n# a command, a file tool's paths, an MCP tool (mcp:SERVER.TOOL) or a reserved subject.\n\n";
     if let Some(dir) = path.parent() {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
