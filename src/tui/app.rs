@@ -396,6 +396,13 @@ impl App {
         }
     }
 
+    /// `text` in the pager, titled `title`.
+    pub(crate) fn open_text_pager(&mut self, title: &str, text: &str) {
+        let mut pager = Pager::new(title, Box::new(TextSource::new(text)));
+        pager.set_height(self.pager_rows());
+        self.pager = Some(pager);
+    }
+
     pub(crate) fn open_audit(&mut self, fx: &mut Vec<Effect>) {
         self.audit_open = !self.audit_open;
         self.focus = if self.audit_open {

@@ -458,10 +458,15 @@ impl App {
                     lines.push(format!("{k:<20} {what}"));
                 }
                 lines.push("Esc                  cancel the running turn".into());
-                self.popup = Some(Popup::Text {
-                    title: " help ".into(),
-                    lines,
-                });
+                // On a screen too small for all of it, the help opens where it scrolls.
+                if crate::tui::widgets::popup::text_fits(&lines, self.size) {
+                    self.popup = Some(Popup::Text {
+                        title: " help ".into(),
+                        lines,
+                    });
+                } else {
+                    self.open_text_pager("help", &lines.join("\n"));
+                }
             }
             Slash::Mode(m) => self.set_mode(m, fx),
             Slash::Network(on) => self.set_network(on, fx),

@@ -620,7 +620,7 @@ async fn rewound(live: &mut Live) -> Result<(usize, String, Vec<String>), String
                 text,
                 messages,
             } => return Ok((request, text, user_words(&messages))),
-            SessionEvent::Note(n) if !n.starts_with("Took back") => return Err(n),
+            SessionEvent::Note(n) => return Err(n),
             SessionEvent::Refused { reason, .. } => return Err(reason),
             SessionEvent::Failed(f) => panic!("{f}"),
             _ => {}
@@ -695,6 +695,10 @@ async fn rewind_takes_files_and_conversation_back_to_before_a_request() {
     let (n, words, left) = rewound(&mut live).await.unwrap();
     assert_eq!((n, words.as_str()), (2, "second: two files"));
     assert_eq!(left, vec!["first".to_string()]);
+    // What the files part did is said after the conversation went back, so a screen that
+    // redraws the conversation on `Rewound` still shows it.
+    let report = next_note(&mut live).await;
+    assert!(report.contains("Took back"), "{report}");
     assert_eq!(read("a.txt").as_deref(), Some("one\n"));
     assert_eq!(read("b.txt"), None);
     assert_eq!(read("c.txt"), None);

@@ -714,6 +714,7 @@ fn resume_lists_the_sessions_and_reopens_the_chosen_one_with_its_conversation_an
 fn help_is_generated_from_the_commands_and_bindings() {
     let t0 = Instant::now();
     let mut app = app(t0);
+    app.update(Event::Resize(100, 40));
     type_text(&mut app, "/help", t0);
     press(&mut app, key(KeyCode::Enter), t0);
     let screen = render(&app, 100, 40);
@@ -1136,4 +1137,19 @@ fn rewind_asks_the_session_and_puts_the_request_back_in_the_composer() {
         "second question and more",
         "the person's text was kept"
     );
+}
+
+/// On a screen too small for the whole help (60 columns by 30 rows), it opens where it
+/// scrolls, so no line of it is cut off.
+#[test]
+fn help_too_tall_for_the_screen_opens_in_the_pager() {
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    app.update(Event::Resize(60, 30));
+    type_text(&mut app, "/help", t0);
+    press(&mut app, key(KeyCode::Enter), t0);
+    assert!(app.popup.is_none() && app.pager.is_some());
+    press(&mut app, key(KeyCode::Char('G')), t0);
+    let screen = render(&app, 60, 30);
+    assert!(screen.contains("cancel the running turn"), "{screen}");
 }

@@ -510,24 +510,27 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             return;
         };
         let again = turn.map_or("/undo force".to_string(), |t| format!("/undo {t} force"));
-        self.take_back(cp, turn, force, &again);
+        if let Some(report) = self.take_back(cp, turn, force, &again) {
+            self.say(SessionEvent::Note(report));
+        }
     }
 
     /// Take the session's calls from turn `turn` on back (the last turn's when `None`). Unless
     /// `force`, a plan that would overwrite what someone else changed, or leave paths it cannot
-    /// restore, is only shown, with `again` as the way to go ahead. Whether it went ahead.
+    /// restore, is only shown, with `again` as the way to go ahead. What it did, for the
+    /// person to read, when it went ahead; `None` when it said why it did not.
     fn take_back(
         &mut self,
         cp: &SessionCheckpoints,
         turn: Option<u32>,
         force: bool,
         again: &str,
-    ) -> bool {
+    ) -> Option<String> {
         let plan = match cp.checkpoints().plan_undo(&cp.session(), turn) {
             Ok(p) => p,
             Err(e) => {
                 self.say(SessionEvent::Note(e.to_string()));
-                return false;
+                return None;
             }
         };
         if !force && (!plan.conflicts.is_empty() || !plan.unrestorable.is_empty()) {
@@ -537,24 +540,23 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                  changed in them since is lost) and takes back what can be."
             ));
             self.say(SessionEvent::Note(lines.join("\n")));
-            return false;
+            return None;
         }
         match cp.checkpoints().undo(&plan, force) {
             Ok(report) => {
                 let event = crate::tools::checkpoints::undo_event(&plan, &report, force);
                 let lines = crate::tools::checkpoints::report_lines(&plan, &report);
-                self.say(SessionEvent::Note(lines.join("\n")));
                 if let Err(e) = self.parts.router.record_undo(&event) {
                     self.say(SessionEvent::Failed(format!(
                         "the undo was done, but its audit record could not be written: {e}"
                     )));
                 }
                 self.tell_undoable();
-                true
+                Some(lines.join("\n"))
             }
             Err(e) => {
                 self.say(SessionEvent::Failed(format!("the undo failed: {e}")));
-                false
+                None
             }
         }
     }
@@ -583,6 +585,9 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             );
             return;
         };
+        // What the files part did is said after the conversation went back: the screen
+        // redraws the conversation then, and the report must not go with it.
+        let mut report = None;
         if what.files() {
             let router = self.parts.router.clone();
             match router.checkpoints() {
@@ -615,8 +620,9 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                             RewindWhat::Files => format!("/rewind {n} files force"),
                             _ => format!("/rewind {n} force"),
                         };
-                        if !self.take_back(cp, Some(turn), force, &again) {
-                            return;
+                        match self.take_back(cp, Some(turn), force, &again) {
+                            Some(r) => report = Some(r),
+                            None => return,
                         }
                     }
                 },
@@ -635,6 +641,9 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                     messages,
                 });
             }
+        }
+        if let Some(r) = report {
+            self.say(SessionEvent::Note(r));
         }
     }
 

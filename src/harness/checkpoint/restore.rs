@@ -408,20 +408,25 @@ fn carry_out(cp: &Checkpoints, steps: &[Step], report: &mut Report) {
     }
 }
 
+/// The directory `dir`, reached beneath the root without following a link, opened so that
+/// its mode can be read and set.
+fn readable_dir(root: &OwnedFd, dir: &str) -> Option<OwnedFd> {
+    let o = beneath::open_dir(root, Path::new(dir))?;
+    rustix::fs::openat(
+        &o,
+        c".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()
+}
+
 /// Open `dir` for writing by its owner if it is not, remembering its mode.
 fn relax(root: &OwnedFd, dir: &str, relaxed: &mut BTreeMap<String, u32>) {
     if relaxed.contains_key(dir) {
         return;
     }
-    let Some(fd) = beneath::open_dir(root, Path::new(dir)).and_then(|o| {
-        rustix::fs::openat(
-            &o,
-            c".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()
-    }) else {
+    let Some(fd) = readable_dir(root, dir) else {
         return;
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {
@@ -435,17 +440,7 @@ fn relax(root: &OwnedFd, dir: &str, relaxed: &mut BTreeMap<String, u32>) {
 
 /// Give the directory `dir` its mode (no set-id bit), never through a link.
 fn set_dir_mode(root: &OwnedFd, dir: &str, mode: u32) -> Result<(), String> {
-    let fd = beneath::open_dir(root, Path::new(dir))
-        .and_then(|o| {
-            rustix::fs::openat(
-                &o,
-                c".",
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok()
-        })
-        .ok_or("it is not a directory in the workspace")?;
+    let fd = readable_dir(root, dir).ok_or("it is not a directory in the workspace")?;
     rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode & 0o1777)).map_err(|e| e.to_string())
 }
 

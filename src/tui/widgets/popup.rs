@@ -29,10 +29,26 @@ pub struct PopupWidget<'a> {
     pub theme: &'a Theme,
 }
 
+/// The width a popup takes on a screen `width` columns wide.
+fn text_width(width: u16) -> u16 {
+    width.saturating_sub(6).clamp(20, 100).min(width)
+}
+
+/// Whether a text popup of `lines` fits a screen of `size` whole (its frame included), as it
+/// would be wrapped there; one that does not is shown where it can scroll.
+pub fn text_fits(lines: &[String], size: (u16, u16)) -> bool {
+    let inner = text_width(size.0).saturating_sub(2);
+    let rows: usize = lines
+        .iter()
+        .map(|l| wrap::wrap_line(Line::raw(l.clone()), inner).len())
+        .sum();
+    rows + 2 <= usize::from(size.1)
+}
+
 impl Widget for PopupWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let t = self.theme;
-        let w = area.width.saturating_sub(6).clamp(20, 100).min(area.width);
+        let w = text_width(area.width);
         let (title, lines): (String, Vec<Line>) = match self.popup {
             Popup::Text { title, lines } => (
                 title.clone(),
