@@ -365,14 +365,17 @@ fn checkpoint_line(c: &crate::harness::audit::CheckpointRef, theme: &Theme) -> L
         ),
         _ if !c.uncovered.is_empty() => Line::styled(
             format!(
-                "checkpoint (turn {}) · /undo takes it back, except: {}",
-                c.turn,
-                c.uncovered.join(", ")
+                "checkpoint (turn {t}) · /undo {t} takes it back, except: {}",
+                c.uncovered.join(", "),
+                t = c.turn
             ),
             theme.fg(theme.warning),
         ),
         _ => Line::styled(
-            format!("checkpoint (turn {}) · /undo takes it back", c.turn),
+            format!(
+                "checkpoint (turn {t}) · /undo {t} takes it back",
+                t = c.turn
+            ),
             theme.hint(),
         ),
     }
