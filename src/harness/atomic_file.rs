@@ -6,6 +6,18 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// As [`write_private`], creating the directories above `path` (mode 0700) first.
+pub fn write_private_in_new_dir(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+    }
+    write_private(path, bytes)
+}
+
 /// Write `bytes` as the whole of `path`, mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {

@@ -37,6 +37,19 @@ pub struct RunContext<'a> {
     pub tap: Option<&'a dyn OutputTap>,
     /// The front end's time limit for a command whose call names none (`Turn::command_timeout`).
     pub command_timeout: Option<std::time::Duration>,
+    /// Whether the session grants the network to this call's turn now (its switch on and the
+    /// mode not SAFE): an MCP server with the network starts only then.
+    pub network_now: bool,
+}
+
+/// What an action says before it is authorized, beyond its preview.
+#[derive(Debug, Default)]
+pub struct Confirmation {
+    /// Why the person must be asked whatever else would answer (a rule, a session grant, the
+    /// mode): an MCP tool that changed since it was last let run.
+    pub ask: Option<String>,
+    /// The MCP tool the call reaches, for its audit record.
+    pub mcp_tool: Option<crate::harness::audit::McpToolRef>,
 }
 
 /// What an action produced.
@@ -76,6 +89,17 @@ pub trait Action: Send {
         _paths: &[GatedPath],
     ) -> Result<Option<Preview>, ToolResult> {
         Ok(None)
+    }
+
+    /// After the preview, before authorization: what the person must hear whatever would
+    /// answer otherwise. `network_now` is `RunContext::network_now`. An `Err` ends the call
+    /// with that result.
+    fn confirm(
+        &mut self,
+        _host: &SpearHost,
+        _network_now: bool,
+    ) -> Result<Confirmation, ToolResult> {
+        Ok(Confirmation::default())
     }
 
     fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome;

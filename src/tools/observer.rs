@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::harness::audit::HookRun;
 use crate::harness::audit::{
     AuditError, AuditEvent, AuditLogger, AuditTarget, DecidedBy, Decision, GrantRef,
 };
+use crate::harness::audit::{HookRun, McpToolRef};
 use crate::harness::command_policy::CommandClass;
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::rules::RuleRef;
@@ -65,6 +65,8 @@ pub struct CallEnd<'a> {
     pub rule: Option<RuleRef>,
     /// The person's hooks that ran for the call.
     pub hooks: &'a [HookRun],
+    /// The MCP tool the call reached.
+    pub mcp_tool: Option<&'a McpToolRef>,
 }
 
 pub trait ToolObserver: Send + Sync {
@@ -170,6 +172,7 @@ impl AuditObserver {
             rule: call.rule.clone(),
             hooks: call.hooks.to_vec(),
             checkpoint: env.checkpoint.clone(),
+            mcp_tool: call.mcp_tool.cloned(),
             sandbox_user: self
                 .sandbox_user
                 .filter(|_| call.is_command)

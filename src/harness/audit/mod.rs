@@ -14,7 +14,7 @@ mod summary_lex;
 pub use chain::{GENESIS, VerifyFailure, VerifyReport, verify};
 pub use record::{
     AuditEvent, AuditRecord, AuditTarget, CheckpointRef, DecidedBy, Decision, GrantRef, HookRun,
-    MAX_CHANGED_LISTED, rfc3339,
+    MAX_CHANGED_LISTED, McpToolRef, ToolSeen, rfc3339,
 };
 
 use std::fs::{File, OpenOptions};

@@ -93,6 +93,32 @@ pub struct HookRun {
     pub answer: String,
 }
 
+/// The MCP tool a call reached, as it was described when the call was decided: the hash of
+/// its name, description and input schema, and what changed (a grant or rule speaks for one
+/// version only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpToolRef {
+    pub server: String,
+    pub tool: String,
+    /// SHA-256 (hex) of the tool's name, description and input schema.
+    pub hash: String,
+    /// Absent: the version last let run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<ToolSeen>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+}
+
+/// How an MCP tool compared with the version last let run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolSeen {
+    /// Never seen before: pinned by this call.
+    FirstSeen,
+    /// Not the version last let run (`previous` says which that was): the person was asked.
+    Changed,
+}
+
 /// What a call was aimed at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuditTarget {
@@ -141,6 +167,8 @@ pub struct AuditEvent {
     /// Who a command ran as, when not the usual unprivileged sandbox user (a root Spear with
     /// `[sandbox] root_uid = "host"`).
     pub sandbox_user: Option<String>,
+    /// The MCP tool the call reached, with the version it was decided on.
+    pub mcp_tool: Option<McpToolRef>,
 }
 
 impl AuditEvent {
@@ -167,6 +195,7 @@ impl AuditEvent {
             hooks: Vec::new(),
             sandbox_user: None,
             checkpoint: None,
+            mcp_tool: None,
         }
     }
 }
@@ -223,6 +252,9 @@ pub struct AuditRecord {
     /// The checkpoint taken before the call (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<CheckpointRef>,
+    /// The MCP tool the call reached (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<McpToolRef>,
     /// Hash of the previous record (64 zeros for the first).
     pub prev: String,
 }
@@ -307,6 +339,7 @@ impl AuditRecord {
                     .collect(),
                 ..c
             }),
+            mcp_tool: event.mcp_tool.clone(),
             prev: String::new(),
         }
     }

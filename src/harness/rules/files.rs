@@ -308,16 +308,11 @@ pub fn write_raw(path: &Path, rules: &[RawRule]) -> Result<(), RulesError> {
     .map_err(|e| err(std::io::Error::other(e)))?;
     let header = "# Spear's permission rules (`spear rules --help`). Each [[rule]] allows, asks or \
                   denies\n# a command, a file tool's paths, an MCP tool (mcp:SERVER.TOOL) or a reserved subject.\n\n";
-    if let Some(dir) = path.parent() {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(err)?;
-    }
-    crate::harness::atomic_file::write_private(path, format!("{header}{text}").as_bytes())
-        .map_err(err)
+    crate::harness::atomic_file::write_private_in_new_dir(
+        path,
+        format!("{header}{text}").as_bytes(),
+    )
+    .map_err(err)
 }
 
 #[cfg(test)]

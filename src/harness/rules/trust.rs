@@ -117,15 +117,8 @@ impl TrustStore {
         };
         let text =
             toml::to_string(&Shape { trusted }).map_err(|e| err(std::io::Error::other(e)))?;
-        if let Some(dir) = self.path.parent() {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(err)?;
-        }
-        crate::harness::atomic_file::write_private(&self.path, text.as_bytes()).map_err(err)
+        crate::harness::atomic_file::write_private_in_new_dir(&self.path, text.as_bytes())
+            .map_err(err)
     }
 }
 

@@ -110,8 +110,8 @@ impl Action for HostAction {
         }))
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
-        host.answer(&self.cmd).into()
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
+        host.answer(&self.cmd, ctx.network_now).into()
     }
 }
 

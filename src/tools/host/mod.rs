@@ -128,6 +128,10 @@ impl SpearHost {
         self.mcp.as_deref()
     }
 
+    pub fn command_policy(&self) -> &CommandPolicy {
+        &self.command_policy
+    }
+
     pub fn config(&self) -> &HostConfig {
         &self.config
     }
@@ -312,14 +316,14 @@ impl SpearHost {
     }
 
     /// Answer a host command. Nothing reaches a shell; listing or describing an MCP server's
-    /// tools starts that server (confined) if it is not running.
-    pub fn answer(&self, cmd: &HostCommand) -> ToolResult {
+    /// tools starts that server (confined) if it is not running, one with the network only when
+    /// `network_now` (`RunContext::network_now`).
+    pub fn answer(&self, cmd: &HostCommand, network_now: bool) -> ToolResult {
         let args: Vec<&str> = cmd.args.iter().map(String::as_str).collect();
         match (cmd.name, args.as_slice()) {
-            ("spear-capability", ["list"]) => self.capability_list(),
-            ("spear-capability", ["describe", name]) => {
-                mcp::describe(self, name).unwrap_or_else(|| self.capability_describe(name))
-            }
+            ("spear-capability", ["list"]) => self.capability_list(network_now),
+            ("spear-capability", ["describe", name]) => mcp::describe(self, name, network_now)
+                .unwrap_or_else(|| self.capability_describe(name)),
             ("spear-knowledge", ["search", query @ ..]) if !query.is_empty() => {
                 self.knowledge_search(&query.join(" "))
             }
@@ -334,9 +338,9 @@ impl SpearHost {
         }
     }
 
-    fn capability_list(&self) -> ToolResult {
+    fn capability_list(&self, network_now: bool) -> ToolResult {
         let caps = self.capabilities();
-        let mcp = mcp::list_lines(self);
+        let mcp = mcp::list_lines(self, network_now);
         if caps.is_empty() && !mcp.is_empty() {
             return ToolResult::ok(mcp.join("\n") + "\n");
         }

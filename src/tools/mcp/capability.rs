@@ -7,11 +7,13 @@
 
 use serde_json::Value;
 
+use crate::harness::audit::{McpToolRef, ToolSeen};
 use crate::harness::command_policy::{CommandAssessment, CommandClass};
 use crate::harness::primitives::ToolResult;
-use crate::tools::handler::{Action, ActionOutcome, Plan, RunContext};
+use crate::tools::handler::{Action, ActionOutcome, Confirmation, Plan, RunContext};
 use crate::tools::host::SpearHost;
 use crate::tools::host::command::HostCommand;
+use crate::tools::host::mcp::pins::Seen;
 use crate::tools::host::mcp::{USAGE, split_name};
 use crate::tools::preview::Preview;
 use crate::tools::refusal::{Gate, Refusal};
@@ -100,6 +102,7 @@ fn call_plan(host: &SpearHost, args: &[String], source: &str) -> Result<Plan, Re
             server: server.to_string(),
             tool: tool.to_string(),
             arguments,
+            confirmed: None,
         }),
     })
 }
@@ -108,6 +111,8 @@ struct McpCall {
     server: String,
     tool: String,
     arguments: serde_json::Map<String, Value>,
+    /// The version the call was decided on, and whether it is a change to keep once it runs.
+    confirmed: Option<(String, bool)>,
 }
 
 impl Action for McpCall {
@@ -127,11 +132,73 @@ impl Action for McpCall {
         }))
     }
 
+    /// Starts the server (one with the network only when the session grants it now: else the
+    /// mode's refusal says why) and compares the tool with the version last let run: a changed
+    /// tool is asked about whatever rule, grant or config would answer.
+    fn confirm(&mut self, host: &SpearHost, network_now: bool) -> Result<Confirmation, ToolResult> {
+        let Some(mcp) = host.mcp() else {
+            return Err(ToolResult::failed("no MCP servers are configured"));
+        };
+        if mcp.server(&self.server).is_some_and(|c| c.network) && !network_now {
+            // Not started: authorization refuses the call, saying why.
+            return Ok(Confirmation::default());
+        }
+        let (info, seen) = mcp
+            .confirm(&self.server, &self.tool, network_now)
+            .map_err(ToolResult::failed)?;
+        let (ask, seen, previous) = match seen {
+            Seen::Same => (None, None, None),
+            Seen::First => (None, Some(ToolSeen::FirstSeen), None),
+            Seen::Changed { kept } => (
+                Some(format!(
+                    "`{}.{}` changed since it last ran: its description or arguments are not \
+                     what they were (hash {} before, {} now), so no rule, grant or config \
+                     entry answers for it until you let the new version run; its description \
+                     now: {}",
+                    self.server,
+                    self.tool,
+                    short(&kept),
+                    short(&info.hash),
+                    crate::harness::audit::display::escape_controls(&info.description)
+                )),
+                Some(ToolSeen::Changed),
+                Some(kept),
+            ),
+        };
+        self.confirmed = Some((info.hash.clone(), seen == Some(ToolSeen::Changed)));
+        Ok(Confirmation {
+            ask,
+            mcp_tool: Some(McpToolRef {
+                server: self.server.clone(),
+                tool: self.tool.clone(),
+                hash: info.hash,
+                seen,
+                previous,
+            }),
+        })
+    }
+
     fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(mcp) = host.mcp() else {
             return ToolResult::failed("no MCP servers are configured").into();
         };
-        match mcp.call(&self.server, &self.tool, self.arguments) {
+        let Some((hash, changed)) = &self.confirmed else {
+            return ToolResult::failed(format!(
+                "server `{}` was not started for this call",
+                self.server
+            ))
+            .into();
+        };
+        // Let run: the person (or the rule or grant that answered an unchanged tool) approved
+        // this version.
+        if *changed && let Err(why) = mcp.pins().keep(&self.server, &self.tool, hash) {
+            return ToolResult::failed(format!(
+                "the new version of `{}.{}` could not be recorded, so it did not run: {why}",
+                self.server, self.tool
+            ))
+            .into();
+        }
+        match mcp.call(&self.server, &self.tool, hash, self.arguments) {
             Ok(result) => {
                 let (text, is_error) = crate::tools::host::mcp::client::result_text(&result);
                 if is_error {
@@ -148,4 +215,9 @@ impl Action for McpCall {
             Err(why) => ToolResult::failed(why).into(),
         }
     }
+}
+
+/// The first 12 hex digits of a hash, as shown to the person.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::harness::audit::{CheckpointRef, DecidedBy, Decision, GrantRef, HookRun};
+use crate::harness::audit::{CheckpointRef, DecidedBy, Decision, GrantRef, HookRun, McpToolRef};
 use crate::harness::command_policy::{
     ApprovalDecision, ApprovalRequest, Approver, AuthorizationResult, CommandAssessment,
     CommandClass, ExecutionProfile, capabilities_for,
@@ -87,6 +87,8 @@ struct Trace<'a> {
     resolved_writes: Vec<String>,
     /// The checkpoint taken before the call, once it ran.
     checkpoint: Option<CheckpointRef>,
+    /// The MCP tool the call reaches, as its action confirmed it.
+    mcp_tool: Option<McpToolRef>,
 }
 
 impl ToolRouter {
@@ -211,6 +213,7 @@ impl ToolRouter {
             ask_reason: None,
             resolved_writes: Vec::new(),
             checkpoint: None,
+            mcp_tool: None,
         };
         match self.run_gated(turn, &mut trace) {
             Ok((outcome, decision)) => self.finish(turn, &mut trace, outcome, decision),
@@ -348,6 +351,21 @@ impl ToolRouter {
         }
         trace.steps.push(Step::Hooks);
         self.pre_tool_hooks(turn, trace)?;
+        let network_now = turn.mode != ExecutionMode::Safe
+            && turn
+                .network
+                .unwrap_or(host.command_policy().config().network_enabled);
+        let confirmation = match action.confirm(host, network_now) {
+            Ok(c) => c,
+            Err(result) => return Ok((result.into(), Decision::Allowed)),
+        };
+        trace.mcp_tool = confirmation.mcp_tool;
+        if let Some(why) = confirmation.ask {
+            trace.ask_reason = Some(match trace.ask_reason.take() {
+                Some(hook) => format!("{hook}; {why}"),
+                None => why,
+            });
+        }
         // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
         // its plan forgot to name what it writes.
         let assessment = plan
@@ -413,6 +431,7 @@ impl ToolRouter {
             cancel: &turn.cancel,
             tap: turn.output_tap.as_deref(),
             command_timeout: turn.command_timeout,
+            network_now,
         };
         // Taken once the call is allowed, just before it runs: a person's edits while the
         // question was open are theirs, not the call's.
@@ -777,6 +796,7 @@ impl ToolRouter {
             grant: trace.grant,
             rule: trace.rule.clone(),
             hooks: &hooks,
+            mcp_tool: trace.mcp_tool.as_ref(),
         };
         for o in &self.observers {
             o.after(&end)?;

@@ -19,6 +19,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService};
 
 use super::McpServerConfig;
+use super::pins::{Seen, ToolPins, fingerprint};
 use crate::harness::command_policy::ExecutionProfile;
 use crate::harness::command_runner::CommandRunner;
 use crate::harness::command_runner::{LongLived, StderrLog};
@@ -34,7 +35,7 @@ pub const RESULT_TEXT_CAP: usize = 1 << 20;
 /// One running server.
 struct Live {
     service: RunningService<RoleClient, ()>,
-    tools: Vec<Tool>,
+    tools: Vec<ToolInfo>,
     /// Killed (through its pidfds) when dropped.
     _process: LongLived,
     log: Option<StderrLog>,
@@ -48,8 +49,37 @@ pub struct ToolInfo {
     /// The server's own words: data, never instructions.
     pub description: String,
     pub input_schema: serde_json::Value,
+    /// The person's config lists it as read-only.
     pub read_only: bool,
+    /// The server's own `readOnlyHint`: shown, never trusted.
+    pub read_only_hint: Option<bool>,
+    /// `pins::fingerprint` of its name, description and schema.
+    pub hash: String,
 }
+
+/// Where a server stands, for `/mcp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Not started yet (servers start when their tools are first needed).
+    Idle,
+    Running {
+        tools: Vec<String>,
+    },
+    /// Its last start or call failed; it starts again when next needed.
+    Failed(String),
+}
+
+/// One server as `/mcp` lists it.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    pub name: String,
+    pub workspace_read: bool,
+    pub network: bool,
+    pub state: ServerState,
+}
+
+/// Where a server's failures are told, one line each.
+pub type FailureSink = Box<dyn Fn(&str) + Send>;
 
 /// The session's MCP servers.
 pub struct McpClients {
@@ -58,6 +88,11 @@ pub struct McpClients {
     state_dir: PathBuf,
     runtime: Option<tokio::runtime::Runtime>,
     live: Mutex<BTreeMap<String, Live>>,
+    /// Why each server last failed (cleared when it starts).
+    failures: Mutex<BTreeMap<String, String>>,
+    pins: ToolPins,
+    /// Told of every failure, for a line on the screen.
+    on_failure: Mutex<Option<FailureSink>>,
 }
 
 /// Ends every server: their processes are killed through their pidfds, inside the runtime
@@ -94,7 +129,82 @@ impl McpClients {
             state_dir: state_dir.to_path_buf(),
             runtime: Some(runtime),
             live: Mutex::new(BTreeMap::new()),
+            failures: Mutex::new(BTreeMap::new()),
+            pins: ToolPins::open_in(state_dir),
+            on_failure: Mutex::new(None),
         })
+    }
+
+    /// Tell `sink` of every server failure (a start that failed, a call that ended a server),
+    /// in one line: the front end shows it on the screen.
+    pub fn on_failure(&self, sink: FailureSink) {
+        *self.on_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
+    }
+
+    fn failed(&self, name: &str, why: &str) {
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), why.to_string());
+        if let Some(sink) = &*self.on_failure.lock().unwrap_or_else(|p| p.into_inner()) {
+            let first = why.lines().next().unwrap_or_default();
+            sink(&format!("MCP server `{name}`: {first}"));
+        }
+    }
+
+    pub fn pins(&self) -> &ToolPins {
+        &self.pins
+    }
+
+    /// Every configured server and where it stands.
+    pub fn status(&self) -> Vec<ServerStatus> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        self.servers
+            .iter()
+            .map(|s| ServerStatus {
+                name: s.name.clone(),
+                workspace_read: s.workspace_read,
+                network: s.network,
+                state: match (live.get(&s.name), failures.get(&s.name)) {
+                    (Some(l), _) => ServerState::Running {
+                        tools: l.tools.iter().map(|t| t.name.clone()).collect(),
+                    },
+                    (None, Some(why)) => ServerState::Failed(why.clone()),
+                    (None, None) => ServerState::Idle,
+                },
+            })
+            .collect()
+    }
+
+    /// End server `name` and start it again now (`/mcp restart NAME`). A server with the
+    /// network starts only when `network_now`.
+    pub fn restart(&self, name: &str, network_now: bool) -> Result<Vec<ToolInfo>, String> {
+        if self.server(name).is_none() {
+            return Err(format!("no MCP server named `{name}` is configured"));
+        }
+        self.end(name);
+        self.tools(name, network_now)
+    }
+
+    /// Stop the running servers that need the network, when the session no longer grants it
+    /// (`/network off`, a switch to SAFE). Their names.
+    pub fn narrow(&self, network_now: bool) -> Vec<String> {
+        if network_now {
+            return Vec::new();
+        }
+        let names: Vec<String> = {
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            self.servers
+                .iter()
+                .filter(|s| s.network && live.contains_key(&s.name))
+                .map(|s| s.name.clone())
+                .collect()
+        };
+        for n in &names {
+            self.end(n);
+        }
+        names
     }
 
     pub fn servers(&self) -> &[McpServerConfig] {
@@ -111,56 +221,92 @@ impl McpClients {
             .ok_or_else(|| "the MCP client was shut down".to_string())
     }
 
-    /// The tools of server `name`, starting it if it is not running.
-    pub fn tools(&self, name: &str) -> Result<Vec<ToolInfo>, String> {
+    /// The tools of server `name`, starting it if it is not running. A server with the network
+    /// starts only when `network_now` (the session's switch on, the mode not SAFE); one running
+    /// when the session no longer grants it is stopped.
+    pub fn tools(&self, name: &str, network_now: bool) -> Result<Vec<ToolInfo>, String> {
         let cfg = self
             .server(name)
             .ok_or_else(|| format!("no MCP server named `{name}` is configured"))?;
+        if cfg.network && !network_now {
+            self.end(name);
+            return Err(format!(
+                "server `{name}` has the network, which this session does not grant now (the \
+                 network is off or the mode is SAFE; the person turns it on with /network on \
+                 or --network): it is not started"
+            ));
+        }
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         if !live.contains_key(name) {
-            let started = self.start(cfg)?;
-            live.insert(name.to_string(), started);
+            match self.start(cfg) {
+                Ok(started) => {
+                    live.insert(name.to_string(), started);
+                    self.failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(name);
+                }
+                Err(why) => {
+                    drop(live);
+                    self.failed(name, &why);
+                    return Err(why);
+                }
+            }
         }
-        let tools = live.get(name).map(|l| l.tools.clone()).unwrap_or_default();
-        Ok(tools
-            .into_iter()
-            .map(|t| ToolInfo {
-                server: name.to_string(),
-                read_only: cfg.read_only_tools.contains(t.name.as_ref()),
-                name: t.name.to_string(),
-                description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                input_schema: serde_json::Value::Object((*t.input_schema).clone()),
-            })
-            .collect())
+        Ok(live.get(name).map(|l| l.tools.clone()).unwrap_or_default())
     }
 
-    /// Call `tool` of server `server` with `arguments`. A call past the server's timeout is
-    /// abandoned and the server ended (the next call starts it again); a server that died is
-    /// said with the end of its stderr.
+    /// Tool `tool` of server `server` as it is now (starting the server), and how it compares
+    /// with the version last let run (a tool never seen is pinned as it is).
+    pub fn confirm(
+        &self,
+        server: &str,
+        tool: &str,
+        network_now: bool,
+    ) -> Result<(ToolInfo, Seen), String> {
+        let found = self
+            .tools(server, network_now)?
+            .into_iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(|| {
+                format!(
+                    "server `{server}` has no tool `{tool}` (`spear-capability list` shows its \
+                     tools)"
+                )
+            })?;
+        let seen = self.pins.check(server, tool, &found.hash)?;
+        Ok((found, seen))
+    }
+
+    /// Call `tool` of server `server` with `arguments`, provided the tool is still the version
+    /// `hash` the call was decided on. A call past the server's timeout is abandoned and the
+    /// server ended (the next call starts it again); a server that died is said with the end of
+    /// its stderr.
     pub fn call(
         &self,
         server: &str,
         tool: &str,
+        hash: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<CallToolResult, String> {
         let cfg = self
             .server(server)
             .ok_or_else(|| format!("no MCP server named `{server}` is configured"))?;
         let peer: Peer<RoleClient> = {
-            let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-            if !live.contains_key(server) {
-                let started = self.start(cfg)?;
-                live.insert(server.to_string(), started);
-            }
-            match live.get(server) {
-                Some(l) if !l.tools.iter().any(|t| t.name == tool) => {
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(l) = live.get(server) else {
+                return Err(format!(
+                    "server `{server}` stopped after the call was decided; call again"
+                ));
+            };
+            match l.tools.iter().find(|t| t.name == tool) {
+                Some(t) if t.hash == hash => l.service.peer().clone(),
+                _ => {
                     return Err(format!(
-                        "server `{server}` has no tool `{tool}` (`spear-capability list` shows \
-                         its tools)"
+                        "`{server}.{tool}` changed after the call was decided; call again to \
+                         be asked about the new version"
                     ));
                 }
-                Some(l) => l.service.peer().clone(),
-                None => return Err(format!("server `{server}` is not running")),
             }
         };
         let rt = self.runtime()?;
@@ -171,24 +317,26 @@ impl McpClients {
                 rt.spawn(async move { tokio::time::timeout(wait, peer.call_tool(params)).await }),
             )
             .map_err(|e| format!("the call failed inside Spear: {e}"))?;
-        match outcome {
-            Ok(Ok(result)) => Ok(result),
+        let why = match outcome {
+            Ok(Ok(result)) => return Ok(result),
             Ok(Err(e)) => {
                 let tail = self.end(server);
-                Err(format!(
+                format!(
                     "the call to `{server}.{tool}` failed ({e}); the server was ended and \
                      starts again on the next call{tail}"
-                ))
+                )
             }
             Err(_) => {
                 let tail = self.end(server);
-                Err(format!(
+                format!(
                     "`{server}.{tool}` took longer than {} s: the call was abandoned and the \
                      server ended (it starts again on the next call){tail}",
                     wait.as_secs()
-                ))
+                )
             }
-        }
+        };
+        self.failed(server, &why);
+        Err(why)
     }
 
     /// End server `name` (if running); the end of its stderr, as a suffix for a message.
@@ -235,6 +383,7 @@ impl McpClients {
             .collect();
         let runner = self.runner.clone();
         let name = cfg.name.clone();
+        let cfg = cfg.clone();
         let rt = self.runtime()?;
         // Spawned onto the runtime's worker, which lives as long as the session: the
         // sandbox's parent-death signal follows the spawning thread.
@@ -283,12 +432,26 @@ impl McpClients {
             };
             Ok(Live {
                 service,
-                tools,
+                tools: tools.into_iter().map(|t| info(&cfg, t)).collect(),
                 _process: process,
                 log,
             })
         }))
         .map_err(|e| format!("the server's start failed inside Spear: {e}"))?
+    }
+}
+
+fn info(cfg: &McpServerConfig, t: Tool) -> ToolInfo {
+    let description = t.description.map(|d| d.to_string()).unwrap_or_default();
+    let input_schema = serde_json::Value::Object((*t.input_schema).clone());
+    ToolInfo {
+        server: cfg.name.clone(),
+        read_only: cfg.read_only_tools.contains(t.name.as_ref()),
+        read_only_hint: t.annotations.as_ref().and_then(|a| a.read_only_hint),
+        hash: fingerprint(&t.name, &description, &input_schema),
+        name: t.name.to_string(),
+        description,
+        input_schema,
     }
 }
 
