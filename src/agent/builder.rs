@@ -440,7 +440,12 @@ impl SessionBuilder {
         // Registered always, offered by the exposure policy only on the normative surface and
         // only with the web enabled; the coding core reaches them through `spear-capability`.
         crate::tools::web::register(&mut registry)?;
-        let audit = Arc::new(open_audit(&self.place.state, &self.place.root)?);
+        // No record carries a value handed to an MCP server.
+        let known = host.mcp().map(|m| m.known_secrets().clone());
+        let audit = Arc::new(
+            open_audit(&self.place.state, &self.place.root)?
+                .with_known_secrets(known.unwrap_or_default()),
+        );
         let mut router = ToolRouter::new(registry, host.clone())
             .with_observer(Arc::new(
                 AuditObserver::new(audit, self.audit_session.clone()).with_sandbox_user(

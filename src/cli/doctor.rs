@@ -30,6 +30,8 @@ enum Verdict {
     Works,
     Missing,
     Refused,
+    /// Works, but the person should know something (an MCP server's read path over keys).
+    Warning,
 }
 
 #[derive(Debug, Serialize)]
@@ -295,6 +297,13 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     ));
     checks.push(check("openat2", false, probe_openat2()));
     checks.push(check("pidfd", true, probe_pidfd()));
+    if !harness.mcp_servers.is_empty() {
+        checks.push(check(
+            "mcp_servers",
+            false,
+            mcp_servers(&harness.mcp_servers),
+        ));
+    }
     let _ = std::fs::remove_dir(&dir);
 
     let healthy = checks
@@ -311,6 +320,7 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
                 Verdict::Works => "works",
                 Verdict::Missing => "missing",
                 Verdict::Refused => "refused",
+                Verdict::Warning => "warning",
             };
             println!("{:<16} {:<8} {}", c.mechanism, word, c.detail);
             if let Some(fix) = &c.fix {
@@ -326,6 +336,39 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
 }
 
 type Verdicted = Result<String, (Verdict, String, String)>;
+
+/// The person's MCP servers: a warning for a read path that shows one of them `~/.ssh`,
+/// `~/.gnupg` or `~/.aws`.
+fn mcp_servers(servers: &[spear::tools::host::mcp::McpServerConfig]) -> Verdicted {
+    let Some(home) = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()) else {
+        return Ok(format!(
+            "{} configured (no home directory to check read paths against)",
+            servers.len()
+        ));
+    };
+    let mut warnings = Vec::new();
+    for s in servers {
+        for (path, covers) in s.sensitive_read_paths(&home) {
+            warnings.push(format!(
+                "server `{}` reads {}, which shows it {}",
+                s.name,
+                path.display(),
+                covers.display()
+            ));
+        }
+    }
+    if warnings.is_empty() {
+        return Ok(format!(
+            "{} configured; no read path covers ~/.ssh, ~/.gnupg or ~/.aws",
+            servers.len()
+        ));
+    }
+    Err((
+        Verdict::Warning,
+        warnings.join("; "),
+        "narrow the server's read_paths in [mcp.servers.NAME] to the directories it needs".into(),
+    ))
+}
 
 /// What the host's user-namespace settings mean for Spear: each restriction found, whether it
 /// binds here (root holds the capability the unprivileged-only ones ask for), and its fix.

@@ -287,15 +287,22 @@ fn mcp_servers(
                 format!("[mcp.servers.{name}]: streamable HTTP servers are not supported yet"),
             ));
         }
-        if let Some(first) = s.env.first() {
-            return Err(invalid(
-                &first.span(),
-                "remove `env`: the server starts with the sandbox's own environment",
-                format!(
-                    "[mcp.servers.{name}] env: passing environment variables (secrets) to an MCP \
-                     server is not supported yet"
-                ),
-            ));
+        let mut env = Vec::new();
+        for v in &s.env {
+            let n = v.get_ref();
+            let valid = n
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            if !valid {
+                return Err(invalid(
+                    &v.span(),
+                    "name environment variables with letters, digits and `_` (not starting with a digit)",
+                    format!("[mcp.servers.{name}] env: `{n}` is not a variable name"),
+                ));
+            }
+            env.push(n.clone());
         }
         let Some(command) = &s.command else {
             return Err(at_table(
@@ -372,6 +379,7 @@ fn mcp_servers(
             read_paths,
             read_only_tools: s.read_only_tools.iter().cloned().collect(),
             call_timeout: std::time::Duration::from_secs(secs),
+            env,
         });
     }
     Ok(out)

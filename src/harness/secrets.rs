@@ -253,6 +253,82 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Secret values Spear holds by name (the variables the person hands an MCP server), looked
+/// for verbatim wherever Spear records or shows text and replaced by `[REDACTED:NAME]`. A
+/// value shorter than `KnownSecrets::MIN_LEN` is not looked for: it would match ordinary text.
+#[derive(Clone, Default)]
+pub struct KnownSecrets {
+    /// Longest value first, so a value that holds another is replaced whole.
+    values: Vec<(String, String)>,
+}
+
+impl KnownSecrets {
+    pub const MIN_LEN: usize = 8;
+
+    /// From (name, value) pairs; short and repeated values are dropped.
+    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut values: Vec<(String, String)> = pairs
+            .into_iter()
+            .filter(|(_, v)| v.chars().count() >= Self::MIN_LEN)
+            .collect();
+        values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
+        values.dedup_by(|a, b| a.1 == b.1);
+        KnownSecrets { values }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// `text` with every known value replaced by `[REDACTED:NAME]`.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for (name, value) in &self.values {
+            if out.contains(value.as_str()) {
+                out = Cow::Owned(out.replace(value.as_str(), &format!("[REDACTED:{name}]")));
+            }
+        }
+        out
+    }
+}
+
+/// Names only: a value is never printed.
+impl std::fmt::Debug for KnownSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.values.iter().map(|(n, _)| n))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod known_tests {
+    use super::KnownSecrets;
+
+    #[test]
+    fn known_values_are_replaced_by_name_and_never_printed() {
+        let k = KnownSecrets::new([
+            ("GITHUB_TOKEN".to_string(), "tok-1234567890".to_string()),
+            ("SHORT".to_string(), "abc".to_string()),
+            ("LONGER".to_string(), "tok-1234567890-extra".to_string()),
+        ]);
+        assert_eq!(
+            k.redact("a tok-1234567890 b tok-1234567890-extra c abc"),
+            "a [REDACTED:GITHUB_TOKEN] b [REDACTED:LONGER] c abc"
+        );
+        assert!(matches!(
+            k.redact("nothing here"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let shown = format!("{k:?}");
+        assert!(
+            shown.contains("GITHUB_TOKEN") && !shown.contains("tok-"),
+            "{shown}"
+        );
+        assert!(KnownSecrets::new([("A".into(), "1234567".into())]).is_empty());
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -521,6 +521,8 @@ impl App {
                 });
             }
             Slash::Standard(arg) if !self.busy() => fx.push(Effect::Standard(arg)),
+            // The session refuses a restart during a turn, saying so.
+            Slash::Mcp(arg) => fx.push(Effect::Mcp(arg)),
             Slash::Standard(_) => self.notice(
                 NoticeKind::Warning,
                 "a turn is running: Esc cancels it first",

@@ -7,7 +7,7 @@ use crate::agent::session::RewindWhat;
 use crate::harness::primitives::ExecutionMode;
 
 /// The slash commands, with their argument choices and help.
-pub const SLASH: [(&str, &[&str], &str); 13] = [
+pub const SLASH: [(&str, &[&str], &str); 14] = [
     ("/help", &[], "key bindings and commands"),
     ("/mode", &["safe", "ask", "auto"], "set the execution mode"),
     (
@@ -42,6 +42,11 @@ pub const SLASH: [(&str, &[&str], &str); 13] = [
         "/standard",
         &["off"],
         "ends the engaged standard; /standard NAME engages one, /standard alone lists the library",
+    ),
+    (
+        "/mcp",
+        &["restart"],
+        "your MCP servers, where each stands and its tools; /mcp restart NAME starts one again",
     ),
     (
         "/theme",
@@ -84,6 +89,8 @@ pub enum Slash {
     /// `None`: list the library; `Some("off")` disengages.
     Standard(Option<String>),
     Theme(String),
+    /// `/mcp` lists the MCP servers (`None`); `/mcp restart NAME` restarts one.
+    Mcp(Option<String>),
     Quit,
 }
 
@@ -120,6 +127,11 @@ pub fn parse(text: &str) -> Result<Option<Input>, String> {
         ("/model", name) => Slash::Model(name.map(str::to_string)),
         ("/standard", name) => Slash::Standard(name.map(str::to_string)),
         ("/theme", Some(n)) => Slash::Theme(n.to_string()),
+        ("/mcp", None) => Slash::Mcp(None),
+        ("/mcp", Some("restart")) => match (words.next(), words.next()) {
+            (Some(server), None) => Slash::Mcp(Some(server.to_string())),
+            _ => return Err("/mcp restart needs one server's name: /mcp restart NAME".into()),
+        },
         ("/quit" | "/exit", _) => Slash::Quit,
         (n, None) if SLASH.iter().any(|(s, args, _)| *s == n && !args.is_empty()) => {
             return Err(format!("{n} needs one of: {}", choices(n)));
@@ -240,6 +252,15 @@ mod tests {
             Ok(Some(Input::Slash(Slash::Standard(None))))
         );
         assert_eq!(complete("/standard o"), vec!["/standard off"]);
+        assert_eq!(parse("/mcp"), Ok(Some(Input::Slash(Slash::Mcp(None)))));
+        assert_eq!(
+            parse("/mcp restart docs"),
+            Ok(Some(Input::Slash(Slash::Mcp(Some("docs".into())))))
+        );
+        for bad in ["/mcp restart", "/mcp restart a b", "/mcp stop docs"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(complete("/mcp r"), vec!["/mcp restart"]);
     }
 
     #[test]

@@ -105,6 +105,7 @@ impl Driver {
             Effect::Network(on) => SessionOp::SetNetwork(on),
             Effect::Model(name) => SessionOp::SetModel(name),
             Effect::Standard(arg) => SessionOp::Standard(arg),
+            Effect::Mcp(arg) => SessionOp::Mcp(arg),
             Effect::Compact => SessionOp::Compact,
             Effect::NewSession => SessionOp::New,
             Effect::ListSessions => SessionOp::ListSessions,

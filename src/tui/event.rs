@@ -105,6 +105,8 @@ pub enum Effect {
     Model(String),
     /// `/standard`: list the library (`None`), engage NAME, or `off`.
     Standard(Option<String>),
+    /// `/mcp`: list the MCP servers, or restart one.
+    Mcp(Option<String>),
     Compact,
     NewSession,
     ListSessions,

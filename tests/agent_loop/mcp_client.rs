@@ -55,20 +55,28 @@ impl Env {
 
     /// `spear tool terminal` with `command`, in `mode`, `--json`; the envelope.
     fn terminal(&self, mode: &str, command: &str, flags: &[&str]) -> Value {
-        let out = self.spear(
-            &[
-                &[
-                    "tool",
-                    "terminal",
-                    &json!({ "command": command }).to_string(),
-                    "--mode",
-                    mode,
-                    "--json",
-                ][..],
-                flags,
-            ]
-            .concat(),
-        );
+        self.terminal_with(mode, command, flags, &[])
+    }
+
+    /// As `terminal`, with `vars` in Spear's environment.
+    fn terminal_with(
+        &self,
+        mode: &str,
+        command: &str,
+        flags: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Value {
+        let call = json!({ "command": command }).to_string();
+        let args = [
+            &["tool", "terminal", &call, "--mode", mode, "--json"][..],
+            flags,
+        ]
+        .concat();
+        let out = self
+            .command(&args)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let env: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
             panic!(
@@ -295,7 +303,7 @@ fn a_server_with_the_network_runs_only_with_the_sessions_network() {
 fn a_config_asking_for_what_is_not_built_is_refused_with_a_reason() {
     for (extra, needle) in [
         ("url = \"https://example.invalid/mcp\"", "not supported yet"),
-        ("env = [\"GITHUB_TOKEN\"]", "not supported yet"),
+        ("env = [\"GITHUB-TOKEN\"]", "is not a variable name"),
         ("workspace = \"write\"", "is not a grant"),
         ("call_timeout_seconds = 0", "out of range"),
     ] {
@@ -477,4 +485,72 @@ fn a_changed_tool_is_asked_about_again() {
         Some(spear::harness::audit::DecidedBy::Rule)
     );
     assert_eq!(last.mcp_tool.unwrap().seen, None);
+}
+
+/// Every file under `dir`, read whole, joined (the state: audit log, ResultStore, sessions).
+fn all_bytes_under(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                out.push_str(&String::from_utf8_lossy(&b));
+            }
+        }
+    }
+    out
+}
+
+/// `env` hands a server named variables of Spear's environment (and no command gets them);
+/// their values never reach the model, the screen (the envelope), the ResultStore or the audit
+/// log, whatever the server answers or the model types; a variable that is not set stops the
+/// server from starting, saying which.
+#[test]
+fn a_server_is_handed_its_secrets_and_nothing_shows_them() {
+    const NAME: &str = "SPEAR_TEST_MCP_TOKEN";
+    const VALUE: &str = "mcp-secret-4f9a1c2e7b";
+    let t = tag("secrets");
+    let e = Env::new(&t, &format!("env = [\"{NAME}\"]"));
+    let vars = [(NAME, VALUE)];
+    let got = e.terminal_with("auto", &call("getenv", json!({ "name": NAME })), &[], &vars);
+    assert_eq!(status(&got), "ok", "{got}");
+    let shown = got.to_string();
+    assert!(
+        shown.contains(&format!("{NAME}=[REDACTED:{NAME}]")),
+        "the server holds it, the envelope does not show it: {shown}"
+    );
+    assert!(!shown.contains(VALUE), "{shown}");
+    // The model typing the value: the call's record and its answer do not carry it.
+    let typed = e.terminal_with("auto", &call("echo", json!({ "text": VALUE })), &[], &vars);
+    assert!(!typed.to_string().contains(VALUE), "{typed}");
+    // A flood of it: still redacted where it is kept whole.
+    let big = e.terminal_with(
+        "auto",
+        &call("echo", json!({ "text": format!("{VALUE}\n").repeat(5000) })),
+        &[],
+        &vars,
+    );
+    assert!(!big.to_string().contains(VALUE), "{big}");
+    // A command never gets it.
+    let cmd = e.terminal_with("auto", "env", &[], &vars);
+    assert_eq!(status(&cmd), "ok", "{cmd}");
+    assert!(!cmd.to_string().contains(NAME), "{cmd}");
+    // Nothing under Spear's state holds it (the audit log, the ResultStore).
+    let kept = all_bytes_under(&e.state);
+    assert!(!kept.is_empty());
+    assert!(!kept.contains(VALUE), "a value reached Spear's state");
+    assert!(
+        kept.contains(&format!("[REDACTED:{NAME}]")),
+        "the audit log names what was redacted"
+    );
+    // Not set: the server does not start, and the result says which variable.
+    let missing = e.terminal("auto", &call("getenv", json!({ "name": NAME })), &[]);
+    assert_eq!(status(&missing), "failed", "{missing}");
+    assert!(
+        text(&missing).contains(&format!("hands it `{NAME}`")),
+        "{missing}"
+    );
 }

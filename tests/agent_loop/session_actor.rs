@@ -765,3 +765,160 @@ async fn rewind_tells_apart_two_requests_with_the_same_words() {
         "went back to before the first"
     );
 }
+
+/// The test MCP server (`spear __mcp-test-server`) as a configured server named `name`.
+fn mcp_server(
+    name: &str,
+    network: bool,
+    command: &str,
+) -> spear::tools::host::mcp::McpServerConfig {
+    let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_spear"));
+    spear::tools::host::mcp::McpServerConfig {
+        name: name.into(),
+        command: if command.is_empty() {
+            bin.clone()
+        } else {
+            command.into()
+        },
+        args: vec![
+            "__mcp-test-server".into(),
+            format!("actor-{}", std::process::id()),
+        ],
+        workspace_read: true,
+        network,
+        read_paths: vec![bin.parent().unwrap().to_path_buf()],
+        read_only_tools: ["echo".to_string()].into_iter().collect(),
+        call_timeout: Duration::from_secs(10),
+        env: Vec::new(),
+    }
+}
+
+/// `/mcp` lists the servers and where each stands; `/mcp restart NAME` starts one (saying its
+/// tools) and refuses an unknown name; a server that cannot start is a line on the screen; a
+/// narrowing that takes the network away stops the servers that have it, at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_lists_restarts_and_narrowing_stops_networked_servers() {
+    let f = Fixture::new();
+    let harness = spear::config::HarnessSettings {
+        mcp_servers: vec![
+            mcp_server("plain", false, ""),
+            mcp_server("netty", true, ""),
+            mcp_server("broken", false, "/nonexistent/mcp-server"),
+        ],
+        ..spear::config::HarnessSettings::default()
+    };
+    let (handle, streams, _join) = f
+        .session_with(
+            ScriptedModel::new(vec![]),
+            ExecutionMode::Ask,
+            true,
+            harness,
+        )
+        .spawn();
+    let mut s = Live {
+        handle,
+        streams,
+        agent: Vec::new(),
+    };
+    let note = |e: SessionEvent| match e {
+        SessionEvent::Note(n) => n,
+        other => panic!("expected a note, got {other:?}"),
+    };
+    s.op(SessionOp::Mcp(None));
+    let listed = note(s.answer().await);
+    for needle in [
+        "plain: reads the workspace, no network",
+        "netty: reads the workspace, has the network",
+        "not started",
+    ] {
+        assert!(listed.contains(needle), "{needle}: {listed}");
+    }
+    s.op(SessionOp::Mcp(Some("plain".into())));
+    let restarted = note(s.answer().await);
+    assert!(
+        restarted.contains("MCP server `plain` restarted"),
+        "{restarted}"
+    );
+    assert!(restarted.contains("echo"), "{restarted}");
+    s.op(SessionOp::Mcp(Some("netty".into())));
+    let netty = note(s.answer().await);
+    assert!(netty.contains("`netty` restarted"), "{netty}");
+    s.op(SessionOp::Mcp(None));
+    let listed = note(s.answer().await);
+    assert!(listed.contains("running, "), "{listed}");
+    assert!(listed.contains("echo (read-only)"), "{listed}");
+
+    // A server that cannot start: the failure's line, then the restart's own answer.
+    s.op(SessionOp::Mcp(Some("broken".into())));
+    let mut failed = Vec::new();
+    while failed.len() < 2 {
+        match s.answer().await {
+            SessionEvent::Failed(line) => failed.push(line),
+            other => panic!("expected failures, got {other:?}"),
+        }
+    }
+    assert!(
+        failed
+            .iter()
+            .any(|l| l.starts_with("MCP server `broken`: ")),
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .iter()
+            .any(|l| l.starts_with("/mcp restart broken: ")),
+        "{failed:?}"
+    );
+    s.op(SessionOp::Mcp(None));
+    let listed = note(s.answer().await);
+    let broken = listed
+        .lines()
+        .find(|l| l.contains("broken:"))
+        .unwrap_or_default();
+    assert!(broken.contains("; failed: "), "{listed}");
+    assert!(
+        broken.contains("/nonexistent/mcp-server"),
+        "the stderr's words: {listed}"
+    );
+    s.op(SessionOp::Mcp(Some("nope".into())));
+    match s.answer().await {
+        SessionEvent::Failed(line) => {
+            assert!(line.contains("no MCP server named `nope`"), "{line}")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // The network off: `netty` is stopped now, `plain` runs on.
+    s.op(SessionOp::SetNetwork(false));
+    let mut stopped = None;
+    for _ in 0..2 {
+        match s.answer().await {
+            SessionEvent::Note(n) => stopped = Some(n),
+            SessionEvent::Applied { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    let stopped = stopped.expect("a note of the stopped server");
+    assert!(stopped.contains("stopped MCP server netty"), "{stopped}");
+    s.op(SessionOp::Mcp(None));
+    let listed = note(s.answer().await);
+    assert!(
+        listed.contains("; not started: it has the network, which the session does not grant now"),
+        "{listed}"
+    );
+    let plain = listed
+        .lines()
+        .find(|l| l.contains("plain:"))
+        .unwrap_or_default();
+    assert!(
+        plain.contains("no network") && plain.contains("; running"),
+        "{listed}"
+    );
+    // Asked to start again without the network: refused, saying why.
+    s.op(SessionOp::Mcp(Some("netty".into())));
+    match s.answer().await {
+        SessionEvent::Failed(l) => assert!(l.contains("does not grant now"), "{l}"),
+        other => panic!("{other:?}"),
+    }
+    s.op(SessionOp::Quit);
+}

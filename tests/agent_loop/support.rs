@@ -334,6 +334,22 @@ impl Fixture {
         mode: ExecutionMode,
         network: bool,
     ) -> spear::agent::session::SessionActor<ScriptedModel> {
+        self.session_with(
+            model,
+            mode,
+            network,
+            spear::config::HarnessSettings::default(),
+        )
+    }
+
+    /// As `session`, with `harness` settings (MCP servers, say).
+    pub fn session_with(
+        &self,
+        model: Arc<ScriptedModel>,
+        mode: ExecutionMode,
+        network: bool,
+        harness: spear::config::HarnessSettings,
+    ) -> spear::agent::session::SessionActor<ScriptedModel> {
         let place = spear::agent::builder::Place::of(
             Workspace::new(&self.project).unwrap(),
             self.project.clone(),
@@ -343,18 +359,14 @@ impl Fixture {
             provider: "scripted".into(),
             model: "scripted".into(),
         };
-        spear::agent::builder::SessionBuilder::new(
-            place,
-            spear::config::HarnessSettings::default(),
-            "test",
-        )
-        .network(network)
-        .session(
-            Some((model, info)),
-            Box::new(|name: &str| Err(format!("no model `{name}` in this test"))),
-            self.options(),
-            mode,
-        )
-        .unwrap()
+        spear::agent::builder::SessionBuilder::new(place, harness, "test")
+            .network(network)
+            .session(
+                Some((model, info)),
+                Box::new(|name: &str| Err(format!("no model `{name}` in this test"))),
+                self.options(),
+                mode,
+            )
+            .unwrap()
     }
 }

@@ -290,3 +290,59 @@ fn root_uid_host_is_said_in_every_commands_audit_record() {
     assert!(records[1].get("sandbox_user").is_none(), "{records:?}");
     spear(&ws).args(["audit", "--verify"]).assert().code(0);
 }
+
+/// `spear doctor` warns when an MCP server's read path would show it the person's keys
+/// (`~/.ssh`, `~/.gnupg`, `~/.aws`), as written or through a link, and stays healthy: the
+/// warning is the person's to act on.
+#[test]
+fn doctor_warns_of_an_mcp_read_path_over_keys() {
+    let (d, ws) = workspace();
+    let base = d.path().canonicalize().unwrap();
+    let home = base.join("home");
+    let config = base.join("config");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir_all(home.join("tools")).unwrap();
+    std::fs::create_dir_all(config.join("spear")).unwrap();
+    let write = |paths: &[std::path::PathBuf]| {
+        let listed: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        std::fs::write(
+            config.join("spear/config.toml"),
+            format!(
+                "[mcp.servers.docs]\ncommand = \"/bin/true\"\nread_paths = [{}]\n",
+                listed.join(", ")
+            ),
+        )
+        .unwrap();
+    };
+    let doctor = || {
+        let out = spear(&ws)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &config)
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        (doctor_check(&v, "mcp_servers"), v)
+    };
+    write(&[home.clone()]);
+    let (c, v) = doctor();
+    assert_eq!(c["status"], "warning", "{v}");
+    let detail = c["detail"].as_str().unwrap_or_default();
+    for dir in [".ssh", ".gnupg", ".aws"] {
+        assert!(detail.contains(dir), "{dir}: {v}");
+    }
+    assert_eq!(v["healthy"], true, "{v}");
+    // Through a link that looks harmless.
+    std::os::unix::fs::symlink(home.join(".ssh"), home.join("tools/keys")).unwrap();
+    write(&[home.join("tools/keys")]);
+    let (c, v) = doctor();
+    assert_eq!(c["status"], "warning", "{v}");
+    // A path beside them is fine.
+    write(&[home.join("tools")]);
+    let (c, v) = doctor();
+    assert_eq!(c["status"], "works", "{v}");
+}

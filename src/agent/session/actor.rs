@@ -100,6 +100,14 @@ impl<M: ChatModel + 'static> SessionActor<M> {
     pub fn new(parts: SessionParts<M>) -> Self {
         let (sink, agent_rx) = EventSink::channel();
         let (events, events_rx) = mpsc::unbounded_channel();
+        // A server that fails (to start, or during a call) is a line on the screen, besides the
+        // tool result the model gets.
+        if let Some(mcp) = parts.router.host().mcp() {
+            let tx: UnboundedSender<SessionEvent> = events.clone();
+            mcp.on_failure(Box::new(move |line| {
+                let _ = tx.send(SessionEvent::Failed(line.to_string()));
+            }));
+        }
         SessionActor {
             parts,
             runtime: None,
@@ -268,6 +276,21 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                 self.apply(Change::Network(on));
                 None
             }
+            SessionOp::Mcp(None) => {
+                self.say(SessionEvent::Note(super::mcp::report(
+                    self.parts.router.host().mcp(),
+                    self.network_now(),
+                )));
+                None
+            }
+            SessionOp::Mcp(Some(_)) if running => {
+                self.refuse(OpKind::Mcp, BUSY);
+                None
+            }
+            SessionOp::Mcp(Some(name)) => {
+                self.restart_mcp(name);
+                None
+            }
             SessionOp::SetModel(_) if running => {
                 self.refuse(OpKind::SetModel, BUSY);
                 None
@@ -399,12 +422,61 @@ impl<M: ChatModel + 'static> SessionActor<M> {
         self.refuse(OpKind::Answer, reason);
     }
 
+    /// Whether the session grants the network now: its switch on and the mode not SAFE.
+    fn network_now(&self) -> bool {
+        self.parts.network && self.parts.mode != ExecutionMode::Safe
+    }
+
+    /// `/mcp restart NAME`: on a blocking thread (a start may take seconds), said when done.
+    fn restart_mcp(&self, name: String) {
+        let router = self.parts.router.clone();
+        let events = self.events.clone();
+        let network_now = self.network_now();
+        tokio::task::spawn_blocking(move || {
+            let said = match router.host().mcp() {
+                None => SessionEvent::Failed(
+                    "no MCP servers are configured ([mcp.servers.NAME] in your config)".into(),
+                ),
+                Some(mcp) => match mcp.restart(&name, network_now) {
+                    Ok(tools) => SessionEvent::Note(format!(
+                        "MCP server `{name}` restarted: {} tool{} ({})",
+                        tools.len(),
+                        if tools.len() == 1 { "" } else { "s" },
+                        tools
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    Err(why) => SessionEvent::Failed(format!("/mcp restart {name}: {why}")),
+                },
+            };
+            let _ = events.send(said);
+        });
+    }
+
     /// Take a mode or network change: always for the next turn, and for the running turn's next
-    /// call when it narrows what calls may do. Says which.
+    /// call when it narrows what calls may do. Says which. A narrowing that takes the network
+    /// away stops the MCP servers that have it, at once.
     fn apply(&mut self, change: Change) {
         match change {
             Change::Mode(m) => self.parts.mode = m,
             Change::Network(on) => self.parts.network = on,
+        }
+        if let Some(mcp) = self.parts.router.host().mcp() {
+            let stopped = mcp.narrow(self.network_now());
+            if !stopped.is_empty() {
+                self.say(SessionEvent::Note(format!(
+                    "stopped MCP server{} {}: {} the network, which the session no longer grants",
+                    if stopped.len() == 1 { "" } else { "s" },
+                    stopped.join(", "),
+                    if stopped.len() == 1 {
+                        "it has"
+                    } else {
+                        "they have"
+                    }
+                )));
+            }
         }
         let from = match &self.task {
             Some(t) => {

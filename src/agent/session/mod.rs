@@ -4,6 +4,7 @@
 
 mod actor;
 mod command;
+mod mcp;
 mod ops;
 mod standards;
 

@@ -55,6 +55,9 @@ pub enum SessionOp {
         what: RewindWhat,
         force: bool,
     },
+    /// `/mcp`: the person's MCP servers, where each stands and its tools (`None`), or end
+    /// server NAME and start it again (`Some(NAME)`, `/mcp restart NAME`).
+    Mcp(Option<String>),
     /// End the session: a running turn is cancelled and the actor stops.
     Quit,
 }
@@ -91,6 +94,7 @@ pub enum OpKind {
     Resume,
     Undo,
     Rewind,
+    Mcp,
 }
 
 impl OpKind {
@@ -108,6 +112,7 @@ impl OpKind {
             OpKind::Resume => "/resume",
             OpKind::Undo => "/undo",
             OpKind::Rewind => "/rewind",
+            OpKind::Mcp => "/mcp restart",
         }
     }
 }

@@ -102,6 +102,8 @@ pub struct AuditLogger {
     head: File,
     /// `flock` does not exclude threads sharing one open file; this does.
     in_process: Mutex<()>,
+    /// Secret values held by name (an MCP server's `env`): no record carries one.
+    known: crate::harness::secrets::KnownSecrets,
 }
 
 /// Holds the advisory lock; releases it when dropped, on every path out.
@@ -151,7 +153,48 @@ impl AuditLogger {
             log,
             head,
             in_process: Mutex::new(()),
+            known: Default::default(),
         })
+    }
+
+    /// Replace these values wherever a record would carry them (`[REDACTED:NAME]`).
+    pub fn with_known_secrets(mut self, known: crate::harness::secrets::KnownSecrets) -> Self {
+        self.known = known;
+        self
+    }
+
+    /// `record` with every known secret value replaced, in every text it carries.
+    fn scrub(&self, record: AuditRecord) -> AuditRecord {
+        fn walk(v: &mut serde_json::Value, known: &crate::harness::secrets::KnownSecrets) {
+            match v {
+                serde_json::Value::String(s) => {
+                    if let std::borrow::Cow::Owned(r) = known.redact(s) {
+                        *s = r;
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(|i| walk(i, known)),
+                serde_json::Value::Object(map) => map.values_mut().for_each(|i| walk(i, known)),
+                _ => {}
+            }
+        }
+        if self.known.is_empty() {
+            return record;
+        }
+        // A record always round-trips (the log is read back the same way); were it ever not to,
+        // its texts are withheld rather than written unscrubbed.
+        let withheld = |mut r: AuditRecord| {
+            r.target = Some("[withheld: the record could not be scrubbed of secrets]".into());
+            r.env.clear();
+            r.changed.clear();
+            r.hooks.clear();
+            r.checkpoint = None;
+            r
+        };
+        let Ok(mut value) = serde_json::to_value(&record) else {
+            return withheld(record);
+        };
+        walk(&mut value, &self.known);
+        serde_json::from_value(value).unwrap_or_else(|_| withheld(record))
     }
 
     pub fn paths(&self) -> &AuditPaths {
@@ -160,7 +203,7 @@ impl AuditLogger {
 
     /// Record one event. Returns the record as stored (redacted, chained).
     pub fn append(&self, event: &AuditEvent) -> Result<AuditRecord, AuditError> {
-        let record = AuditRecord::from_event(event);
+        let record = self.scrub(AuditRecord::from_event(event));
         // A poisoned mutex only means another thread panicked while holding it; the file lock
         // below is what protects the log, so carry on.
         let _guard = self

@@ -33,7 +33,7 @@ pub use authorize::{
 pub use classify::MAX_NESTED_SCRIPTS;
 pub use profile::LiteralArgv;
 // The audit summary leaves out the same inline programs the classifier reads.
-pub use profile::{ExecutionProfile, NotImplemented};
+pub use profile::{ExecutionProfile, NotImplemented, Secrets};
 pub(crate) use tables::{SHELLS, interpreter};
 
 use std::path::PathBuf;

@@ -24,6 +24,41 @@ impl Serialize for NotImplemented {
     }
 }
 
+/// Environment variables, names and values, the person hands one long-lived process (an MCP
+/// server's `env`). No command gets any: the command path refuses a profile that carries
+/// them. A value is never printed: `Debug` names the variables, and the serialised profile
+/// says only whether there are any.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secrets(Vec<(String, String)>);
+
+impl Secrets {
+    pub fn new(pairs: Vec<(String, String)>) -> Self {
+        Secrets(pairs)
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl Serialize for Secrets {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(self.enabled())
+    }
+}
+
 /// What the execution layer may give a command. Derived from granted capabilities only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExecutionProfile {
@@ -36,7 +71,7 @@ pub struct ExecutionProfile {
     pub gpu: NotImplemented,
     pub ssh: NotImplemented,
     pub container_runtime: NotImplemented,
-    pub secrets_allowed: NotImplemented,
+    pub secrets_allowed: Secrets,
     /// The classifier found the command to be exactly this argv: it may be started without a
     /// shell (only for the command line it was read from).
     pub literal_argv: Option<LiteralArgv>,
@@ -54,9 +89,15 @@ impl ExecutionProfile {
             gpu: NotImplemented,
             ssh: NotImplemented,
             container_runtime: NotImplemented,
-            secrets_allowed: NotImplemented,
+            secrets_allowed: Secrets::default(),
             literal_argv: None,
         }
+    }
+
+    /// The same profile handing `secrets` to the process (a long-lived one only).
+    pub fn with_secrets(mut self, secrets: Secrets) -> Self {
+        self.secrets_allowed = secrets;
+        self
     }
 
     /// The same profile carrying the classifier's literal-argv fact for the command.

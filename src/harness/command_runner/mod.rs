@@ -501,6 +501,12 @@ impl CommandRunner {
         if cancel.is_some_and(CancelToken::is_cancelled) {
             return cancelled_before_start();
         }
+        if req.profile.secrets_allowed.enabled() {
+            return ToolResult::failed(
+                "a command is never handed secrets: only an MCP server the person gave them to \
+                 holds any",
+            );
+        }
         if let Err(why) = self.check_mechanisms(&req.profile) {
             return ToolResult::failed(why.to_string());
         }
@@ -750,6 +756,12 @@ impl CommandRunner {
         let mut spec = self.build_spec(profile, argv)?;
         // Granted no workspace, it sees none (a command always sees its own).
         spec.workspace_hidden = !profile.workspace_read;
+        // The variables the person handed this process, after the sandbox's own environment
+        // (which carries none of the host's secrets): theirs win.
+        for (name, value) in profile.secrets_allowed.pairs() {
+            spec.env.retain(|(n, _)| n != name);
+            spec.env.push((name.clone(), value.clone()));
+        }
         let network = profile.network.then(|| LongLivedNetwork {
             allow_host_loopback: self.host_loopback_for_tests,
             network_allow: &self.config.network_allow,

@@ -118,10 +118,11 @@ struct McpCall {
 impl Action for McpCall {
     fn prepare(
         &mut self,
-        _host: &SpearHost,
+        host: &SpearHost,
         _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<Preview>, ToolResult> {
         let args = Value::Object(self.arguments.clone()).to_string();
+        let args = host.mcp().map_or(args.clone(), |m| m.redact(&args));
         Ok(Some(Preview::Note {
             text: format!(
                 "MCP call: server `{}`, tool `{}`, arguments {}",
@@ -201,6 +202,9 @@ impl Action for McpCall {
         match mcp.call(&self.server, &self.tool, hash, self.arguments) {
             Ok(result) => {
                 let (text, is_error) = crate::tools::host::mcp::client::result_text(&result);
+                // The values the person handed a server never reach the model, the screen or
+                // the ResultStore, whatever a server answers.
+                let text = mcp.redact(&text);
                 if is_error {
                     let mut r = ToolResult::failed(format!(
                         "`{}.{}` answered with an error",

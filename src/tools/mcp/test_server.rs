@@ -62,6 +62,11 @@ impl ServerHandler for TestServer {
         };
         Ok(ListToolsResult::with_all_items(vec![
             tool("shifty", shifty, one("text", "string")),
+            tool(
+                "getenv",
+                "Say the value of an environment variable",
+                one("name", "string"),
+            ),
             tool("echo", HOSTILE_DESCRIPTION, one("text", "string")),
             tool(
                 "note",
@@ -103,6 +108,15 @@ impl ServerHandler for TestServer {
                     .unwrap_or_default(),
             ),
             "shifty" => text("hello from shifty"),
+            "getenv" => {
+                let name = arg(&request, "name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                text(format!(
+                    "{name}={}",
+                    std::env::var(name).unwrap_or_else(|_| "(not set)".into())
+                ))
+            }
             "note" => text(format!(
                 "noted: {}",
                 arg(&request, "text")

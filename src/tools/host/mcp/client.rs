@@ -20,10 +20,11 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 
 use super::McpServerConfig;
 use super::pins::{Seen, ToolPins, fingerprint};
-use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::command_policy::{ExecutionProfile, Secrets};
 use crate::harness::command_runner::CommandRunner;
 use crate::harness::command_runner::{LongLived, StderrLog};
 use crate::harness::primitives::{Capability, CapabilitySet};
+use crate::harness::secrets::KnownSecrets;
 
 /// How long a server may take to start and answer `initialize` and `tools/list`.
 const START_WAIT: Duration = Duration::from_secs(30);
@@ -93,6 +94,8 @@ pub struct McpClients {
     pins: ToolPins,
     /// Told of every failure, for a line on the screen.
     on_failure: Mutex<Option<FailureSink>>,
+    /// The values of the variables the servers are handed, as Spear's environment has them.
+    known: KnownSecrets,
 }
 
 /// Ends every server: their processes are killed through their pidfds, inside the runtime
@@ -123,6 +126,7 @@ impl McpClients {
             .thread_name("spear-mcp")
             .enable_all()
             .build()?;
+        let known = KnownSecrets::new(servers_env(&servers));
         Ok(McpClients {
             servers,
             runner,
@@ -132,7 +136,18 @@ impl McpClients {
             failures: Mutex::new(BTreeMap::new()),
             pins: ToolPins::open_in(state_dir),
             on_failure: Mutex::new(None),
+            known,
         })
+    }
+
+    /// The values handed to servers, for whoever records or shows text (the audit log).
+    pub fn known_secrets(&self) -> &KnownSecrets {
+        &self.known
+    }
+
+    /// `text` without any value handed to a server.
+    pub fn redact(&self, text: &str) -> String {
+        self.known.redact(text).into_owned()
     }
 
     /// Tell `sink` of every server failure (a start that failed, a call that ended a server),
@@ -142,13 +157,13 @@ impl McpClients {
     }
 
     fn failed(&self, name: &str, why: &str) {
+        let why = &self.redact(why);
         self.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(name.to_string(), why.to_string());
         if let Some(sink) = &*self.on_failure.lock().unwrap_or_else(|p| p.into_inner()) {
-            let first = why.lines().next().unwrap_or_default();
-            sink(&format!("MCP server `{name}`: {first}"));
+            sink(&format!("MCP server `{name}`: {}", one_line(why)));
         }
     }
 
@@ -248,6 +263,7 @@ impl McpClients {
                 }
                 Err(why) => {
                     drop(live);
+                    let why = self.redact(&why);
                     self.failed(name, &why);
                     return Err(why);
                 }
@@ -335,6 +351,7 @@ impl McpClients {
                 )
             }
         };
+        let why = self.redact(&why);
         self.failed(server, &why);
         Err(why)
     }
@@ -376,14 +393,30 @@ impl McpClients {
         if cfg.network {
             caps.push(Capability::Network);
         }
+        let mut handed = Vec::new();
+        for name in &cfg.env {
+            match std::env::var(name) {
+                Ok(v) => handed.push((name.clone(), v)),
+                Err(_) => {
+                    return Err(format!(
+                        "server `{}` is not started: its config hands it `{name}`, which is not \
+                         set (or not UTF-8) in Spear's environment; set it before starting \
+                         Spear, or take it out of env",
+                        cfg.name
+                    ));
+                }
+            }
+        }
         let profile =
-            ExecutionProfile::from_granted(CapabilitySet::of(&caps), cfg.read_paths.clone());
+            ExecutionProfile::from_granted(CapabilitySet::of(&caps), cfg.read_paths.clone())
+                .with_secrets(Secrets::new(handed));
         let argv: Vec<std::ffi::OsString> = std::iter::once(cfg.command.clone().into_os_string())
             .chain(cfg.args.iter().map(Into::into))
             .collect();
         let runner = self.runner.clone();
         let name = cfg.name.clone();
         let cfg = cfg.clone();
+        let known = self.known.clone();
         let rt = self.runtime()?;
         // Spawned onto the runtime's worker, which lives as long as the session: the
         // sandbox's parent-death signal follows the spawning thread.
@@ -432,13 +465,39 @@ impl McpClients {
             };
             Ok(Live {
                 service,
-                tools: tools.into_iter().map(|t| info(&cfg, t)).collect(),
+                // Hashed as the server gave them; shown without any value handed to it.
+                tools: tools
+                    .into_iter()
+                    .map(|t| {
+                        let mut i = info(&cfg, t);
+                        i.description = known.redact(&i.description).into_owned();
+                        i
+                    })
+                    .collect(),
                 _process: process,
                 log,
             })
         }))
         .map_err(|e| format!("the server's start failed inside Spear: {e}"))?
     }
+}
+
+/// `text` on one line (a server's stderr tail included), at most 400 characters.
+pub fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(400) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    }
+}
+
+/// Every variable a server is handed, with its value as Spear's environment has it.
+fn servers_env(servers: &[McpServerConfig]) -> Vec<(String, String)> {
+    servers
+        .iter()
+        .flat_map(|s| s.env.iter())
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .collect()
 }
 
 fn info(cfg: &McpServerConfig, t: Tool) -> ToolInfo {

@@ -26,6 +26,34 @@ pub struct McpServerConfig {
     pub read_only_tools: BTreeSet<String>,
     /// How long one call may take before it is abandoned and the server restarted.
     pub call_timeout: Duration,
+    /// Variables of Spear's environment handed to the server (its secrets): their values are
+    /// redacted wherever Spear records or shows text.
+    pub env: Vec<String>,
+}
+
+/// The person's key and credential directories a read path would show a server.
+pub const SENSITIVE_DIRS: [&str; 3] = [".ssh", ".gnupg", ".aws"];
+
+impl McpServerConfig {
+    /// The read paths that cover (hold, or lie inside) one of `SENSITIVE_DIRS` under `home`,
+    /// each with the directory it covers. Decided on the path as written and on where its
+    /// links lead.
+    pub fn sensitive_read_paths(&self, home: &std::path::Path) -> Vec<(PathBuf, PathBuf)> {
+        let mut out = Vec::new();
+        for p in &self.read_paths {
+            let resolved = p.canonicalize().unwrap_or_else(|_| p.clone());
+            for dir in SENSITIVE_DIRS {
+                let d = home.join(dir);
+                let d_resolved = d.canonicalize().unwrap_or_else(|_| d.clone());
+                let covers =
+                    |a: &std::path::Path, b: &std::path::Path| a.starts_with(b) || b.starts_with(a);
+                if covers(p, &d) || covers(&resolved, &d_resolved) {
+                    out.push((p.clone(), d));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A server name a tool can be called by.
@@ -35,4 +63,40 @@ pub fn valid_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_paths(paths: &[&std::path::Path]) -> McpServerConfig {
+        McpServerConfig {
+            name: "s".into(),
+            command: "/bin/true".into(),
+            args: Vec::new(),
+            workspace_read: true,
+            network: false,
+            read_paths: paths.iter().map(|p| p.to_path_buf()).collect(),
+            read_only_tools: BTreeSet::new(),
+            call_timeout: Duration::from_secs(1),
+            env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn read_paths_covering_keys_are_found_as_written_and_through_links() {
+        let home = tempfile::tempdir().unwrap();
+        let h = home.path().canonicalize().unwrap();
+        std::fs::create_dir_all(h.join(".ssh")).unwrap();
+        std::fs::create_dir_all(h.join("docs")).unwrap();
+        std::os::unix::fs::symlink(h.join(".ssh"), h.join("innocent")).unwrap();
+        let found = |p: &std::path::Path| with_paths(&[p]).sensitive_read_paths(&h);
+        // The home itself holds them; a path inside one is one.
+        assert_eq!(found(&h).len(), 3);
+        assert_eq!(found(&h.join(".ssh/id_ed25519")).len(), 1);
+        assert_eq!(found(&h.join(".aws")).len(), 1);
+        assert_eq!(found(&h.join("innocent")).len(), 1, "a link to ~/.ssh");
+        assert!(found(&h.join("docs")).is_empty());
+        assert!(found(std::path::Path::new("/usr/share")).is_empty());
+    }
 }
