@@ -276,6 +276,21 @@ fn a_slow_call_is_abandoned_and_a_flood_is_cut() {
     let shown = flood["preview"].as_str().unwrap_or_default().len()
         + flood["stdout"].as_str().unwrap_or_default().len();
     assert!(shown < 2 << 20, "{shown} bytes came back");
+    // One message over 64 MiB: the call ends at once (not at its timeout, which is long
+    // here) and the server starts again for the next call.
+    let e = Env::new(&tag("huge"), "");
+    let p = e.config.join("spear/config.toml");
+    let text_now = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(
+        &p,
+        text_now.replace("call_timeout_seconds = 3\n", "call_timeout_seconds = 300\n"),
+    )
+    .unwrap();
+    let huge = e.terminal("auto", &call("flood", json!({"mib": 70})), &[]);
+    assert_eq!(status(&huge), "failed", "{huge}");
+    assert!(text(&huge).contains("a message over 64 MiB"), "{huge}");
+    let after = e.terminal("auto", &call("echo", json!({"text": "still serving"})), &[]);
+    assert!(text(&after).contains("still serving"), "{after}");
 }
 
 #[test]

@@ -19,6 +19,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService};
 
 use super::McpServerConfig;
+use super::bounded::{LineBound, MESSAGE_LIMIT};
 use super::pins::{Seen, ToolPins, fingerprint};
 use crate::harness::command_policy::{ExecutionProfile, Secrets};
 use crate::harness::command_runner::CommandRunner;
@@ -36,6 +37,8 @@ pub const RESULT_TEXT_CAP: usize = 1 << 20;
 /// One running server.
 struct Live {
     service: RunningService<RoleClient, ()>,
+    /// Set when the server sent a message over `MESSAGE_LIMIT` (its stream then ended).
+    oversized: Arc<std::sync::atomic::AtomicBool>,
     tools: Vec<ToolInfo>,
     /// Killed (through its pidfds) when dropped.
     _process: LongLived,
@@ -308,7 +311,7 @@ impl McpClients {
         let cfg = self
             .server(server)
             .ok_or_else(|| format!("no MCP server named `{server}` is configured"))?;
-        let peer: Peer<RoleClient> = {
+        let (peer, oversized): (Peer<RoleClient>, _) = {
             let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             let Some(l) = live.get(server) else {
                 return Err(format!(
@@ -316,7 +319,7 @@ impl McpClients {
                 ));
             };
             match l.tools.iter().find(|t| t.name == tool) {
-                Some(t) if t.hash == hash => l.service.peer().clone(),
+                Some(t) if t.hash == hash => (l.service.peer().clone(), l.oversized.clone()),
                 _ => {
                     return Err(format!(
                         "`{server}.{tool}` changed after the call was decided; call again to \
@@ -335,6 +338,15 @@ impl McpClients {
             .map_err(|e| format!("the call failed inside Spear: {e}"))?;
         let why = match outcome {
             Ok(Ok(result)) => return Ok(result),
+            Ok(Err(_)) if oversized.load(std::sync::atomic::Ordering::SeqCst) => {
+                let tail = self.end(server);
+                format!(
+                    "`{server}.{tool}` answered with a message over {} MiB, more than a server \
+                     may send: the call ended and the server was ended (it starts again on the \
+                     next call){tail}",
+                    MESSAGE_LIMIT >> 20
+                )
+            }
             Ok(Err(e)) => {
                 let tail = self.end(server);
                 format!(
@@ -417,6 +429,7 @@ impl McpClients {
         let name = cfg.name.clone();
         let cfg = cfg.clone();
         let known = self.known.clone();
+        let oversized = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let rt = self.runtime()?;
         // Spawned onto the runtime's worker, which lives as long as the session: the
         // sandbox's parent-death signal follows the spawning thread.
@@ -432,7 +445,14 @@ impl McpClients {
             let tail = |log: &Option<StderrLog>| {
                 stderr_suffix(&log.as_ref().map(StderrLog::text).unwrap_or_default())
             };
-            let service = match tokio::time::timeout(START_WAIT, ().serve((stdout, stdin))).await {
+            // One message at most MESSAGE_LIMIT: past it the stream ends (rmcp's own bound, set
+            // above ours, never drops one silently).
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                LineBound::new(stdout, MESSAGE_LIMIT, oversized.clone()),
+                stdin,
+            )
+            .with_max_line_length(MESSAGE_LIMIT + 1);
+            let service = match tokio::time::timeout(START_WAIT, ().serve(transport)).await {
                 Ok(Ok(s)) => s,
                 Ok(Err(e)) => {
                     return Err(format!(
@@ -465,6 +485,7 @@ impl McpClients {
             };
             Ok(Live {
                 service,
+                oversized,
                 // Hashed as the server gave them; shown without any value handed to it.
                 tools: tools
                     .into_iter()

@@ -2,6 +2,7 @@
 //! runs each as a long-lived confined process, and what `spear-capability list` and `describe`
 //! say of them. The call itself is planned in `tools::mcp::capability`, through the router.
 
+pub mod bounded;
 pub mod client;
 pub mod config;
 pub mod pins;
