@@ -15,6 +15,10 @@ mod config;
 mod front_ends;
 #[path = "agent_loop/mcp_client.rs"]
 mod mcp_client;
+#[path = "agent_loop/mcp_http.rs"]
+mod mcp_http;
+#[path = "agent_loop/mcp_orphans.rs"]
+mod mcp_orphans;
 #[path = "agent_loop/mcp_serve.rs"]
 mod mcp_serve;
 #[path = "agent_loop/prompt.rs"]

@@ -135,8 +135,12 @@ pub fn run(args: RunArgs, workspace: Option<PathBuf>) -> anyhow::Result<ExitCode
     )?;
     actor.continue_in(writer, history);
     let (outcome, interrupted) = rt.block_on(async {
-        let (handle, streams, _join) = actor.spawn();
-        drive(&handle, streams, objective, args.json, approver).await
+        let (handle, streams, join) = actor.spawn();
+        let driven = drive(&handle, streams, objective, args.json, approver).await;
+        // The session ends before Spear does: its MCP servers are stopped and confirmed gone.
+        handle.send(SessionOp::Quit);
+        let _ = tokio::time::timeout(spear::agent::session::SESSION_END_WAIT, join).await;
+        driven
     });
     // A question left on the terminal must not hold the exit.
     rt.shutdown_background();

@@ -70,12 +70,14 @@ pub struct McpServerTable {
     #[serde(default)]
     pub read_only_tools: Vec<String>,
     pub call_timeout_seconds: Option<Spanned<u64>>,
-    /// Streamable HTTP (not supported yet: refused with a reason).
+    /// Streamable HTTP: the server's address (then no command, args, workspace, read_paths or
+    /// env).
     pub url: Option<Spanned<String>>,
+    /// Header name → the variable of Spear's environment that holds its value.
     #[serde(default)]
-    pub headers_env: Vec<String>,
+    pub headers_env: std::collections::BTreeMap<String, Spanned<String>>,
     #[serde(default)]
-    pub allow_addresses: Vec<String>,
+    pub allow_addresses: Vec<Spanned<String>>,
 }
 
 /// `[[hooks.pre_tool]]` and `[[hooks.post_tool]]`: the person's programs around every call.

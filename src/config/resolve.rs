@@ -273,29 +273,113 @@ fn mcp_servers(
                 format!("`{name}` cannot name an MCP server (its tools are called NAME.TOOL)"),
             ));
         }
-        if let Some(url) = &s.url {
+        let secs = s.call_timeout_seconds.as_ref().map_or(60, |t| *t.get_ref());
+        if !(1..=3600).contains(&secs) {
+            let span = s.call_timeout_seconds.as_ref().map_or(0..0, |t| t.span());
             return Err(invalid(
-                &url.span(),
-                "run the server over stdio instead (`command = \"/usr/bin/…\"`)",
-                format!("[mcp.servers.{name}] url: streamable HTTP servers are not supported yet"),
+                &span,
+                "set call_timeout_seconds between 1 and 3600",
+                format!("call_timeout_seconds = {secs} is out of range"),
             ));
+        }
+        let call_timeout = std::time::Duration::from_secs(secs);
+        let read_only_tools = s.read_only_tools.iter().cloned().collect();
+        if let Some(url) = &s.url {
+            let stdio_only = [
+                ("command", s.command.is_some()),
+                ("args", !s.args.is_empty()),
+                ("workspace", s.workspace.is_some()),
+                ("read_paths", !s.read_paths.is_empty()),
+                ("env", !s.env.is_empty()),
+                ("network", s.network == Some(false)),
+            ];
+            if let Some((key, _)) = stdio_only.iter().find(|(_, set)| *set) {
+                return Err(at_table(
+                    name,
+                    "give either url (a remote server) or command (a local one), with only \
+                     the keys that belong to it",
+                    format!(
+                        "[mcp.servers.{name}] has url, so `{key}` does not apply (it is for a \
+                         server Spear runs; a remote server always needs the network)"
+                    ),
+                ));
+            }
+            let normalised =
+                crate::tools::host::mcp::config::remote_url(url.get_ref()).map_err(|why| {
+                    invalid(
+                        &url.span(),
+                        "give the server's whole http:// or https:// address, like \
+                         \"https://mcp.example.com/mcp\"; credentials go in a header through \
+                         headers_env",
+                        format!("[mcp.servers.{name}] url `{}` {why}", url.get_ref()),
+                    )
+                })?;
+            let mut headers_env = std::collections::BTreeMap::new();
+            for (header, var) in &s.headers_env {
+                let header_ok = crate::tools::host::mcp::config::valid_header_name(header);
+                if !header_ok || !valid_env_name(var.get_ref()) {
+                    return Err(invalid(
+                        &var.span(),
+                        "write headers_env = { Authorization = \"VARIABLE_NAME\" }: a header \
+                         name and the variable of your environment that holds its value",
+                        format!(
+                            "[mcp.servers.{name}] headers_env: `{header}` = `{}` is not a header \
+                             and a variable name",
+                            var.get_ref()
+                        ),
+                    ));
+                }
+                headers_env.insert(header.clone(), var.get_ref().clone());
+            }
+            let mut allow_addresses = Vec::new();
+            for entry in &s.allow_addresses {
+                let p = entry
+                    .get_ref()
+                    .trim()
+                    .parse::<crate::harness::sandbox::netns::IpPrefix>()
+                    .map_err(|e| {
+                        invalid(
+                            &entry.span(),
+                            "write addresses like \"127.0.0.1\" or prefixes like \"10.1.0.0/16\"",
+                            format!(
+                                "[mcp.servers.{name}] allow_addresses: `{}` is not an IP \
+                                 address or CIDR prefix: {e}",
+                                entry.get_ref()
+                            ),
+                        )
+                    })?;
+                allow_addresses.push(p);
+            }
+            out.push(crate::tools::host::mcp::McpServerConfig {
+                name: name.clone(),
+                launch: crate::tools::host::mcp::McpLaunch::Http {
+                    url: normalised,
+                    headers_env,
+                    allow_addresses,
+                },
+                workspace_read: false,
+                network: true,
+                read_paths: Vec::new(),
+                read_only_tools,
+                call_timeout,
+                env: Vec::new(),
+            });
+            continue;
         }
         if !s.headers_env.is_empty() || !s.allow_addresses.is_empty() {
             return Err(at_table(
                 name,
-                "remove headers_env and allow_addresses (they belong to HTTP servers)",
-                format!("[mcp.servers.{name}]: streamable HTTP servers are not supported yet"),
+                "remove headers_env and allow_addresses, or give the server's url",
+                format!(
+                    "[mcp.servers.{name}]: headers_env and allow_addresses belong to a remote \
+                     (url) server"
+                ),
             ));
         }
         let mut env = Vec::new();
         for v in &s.env {
             let n = v.get_ref();
-            let valid = n
-                .bytes()
-                .next()
-                .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            if !valid {
+            if !valid_env_name(n) {
                 return Err(invalid(
                     &v.span(),
                     "name environment variables with letters, digits and `_` (not starting with a digit)",
@@ -361,28 +445,29 @@ fn mcp_servers(
             }
             read_paths.push(rp);
         }
-        let secs = s.call_timeout_seconds.as_ref().map_or(60, |t| *t.get_ref());
-        if !(1..=3600).contains(&secs) {
-            let span = s.call_timeout_seconds.as_ref().map_or(0..0, |t| t.span());
-            return Err(invalid(
-                &span,
-                "set call_timeout_seconds between 1 and 3600",
-                format!("call_timeout_seconds = {secs} is out of range"),
-            ));
-        }
         out.push(crate::tools::host::mcp::McpServerConfig {
             name: name.clone(),
-            command: program,
-            args: s.args.clone(),
+            launch: crate::tools::host::mcp::McpLaunch::Stdio {
+                command: program,
+                args: s.args.clone(),
+            },
             workspace_read,
             network: s.network.unwrap_or(false),
             read_paths,
-            read_only_tools: s.read_only_tools.iter().cloned().collect(),
-            call_timeout: std::time::Duration::from_secs(secs),
+            read_only_tools,
+            call_timeout,
             env,
         });
     }
     Ok(out)
+}
+
+/// A name an environment variable can have: letters, digits and `_`, not starting with a digit.
+fn valid_env_name(n: &str) -> bool {
+    n.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// `[checkpoints]`: sizes more than 0, patterns that are globs.

@@ -146,7 +146,7 @@ impl Driver {
         true
     }
 
-    fn op(&self, op: SessionOp) {
+    pub(crate) fn op(&self, op: SessionOp) {
         if !self.session.send(op) {
             self.fail("the session has ended; restart Spear to go on");
         }

@@ -131,6 +131,9 @@ pub struct Screen {
     own: UnboundedReceiver<Event>,
     /// Frames are wrapped in synchronized-output marks (the real terminal; not a test backend).
     pub sync_output: bool,
+    /// The session's task: awaited when the screen ends, so what the session started (its MCP
+    /// servers) has ended before Spear does.
+    session: Option<tokio::task::JoinHandle<Option<String>>>,
 }
 
 impl Screen {
@@ -154,7 +157,7 @@ impl Screen {
             }
         }
         let (tx, own) = channel;
-        let (handle, streams, _join) = session.spawn();
+        let (handle, streams, join) = session.spawn();
         let mut driver = Driver::new(handle.clone(), tx, audit_paths, caller);
         // The prompts of earlier runs in this workspace come first in the history.
         let mut earlier = driver.history.load();
@@ -173,6 +176,16 @@ impl Screen {
             streams,
             own,
             sync_output: false,
+            session: Some(join),
+        }
+    }
+
+    /// End the session (a running turn is cancelled) and wait, a bounded time, for its task to
+    /// end: its MCP servers are stopped and confirmed gone with it.
+    pub async fn end_session(&mut self) {
+        self.driver.op(SessionOp::Quit);
+        if let Some(join) = self.session.take() {
+            let _ = tokio::time::timeout(crate::agent::session::SESSION_END_WAIT, join).await;
         }
     }
 
@@ -309,6 +322,7 @@ pub async fn run<M: ChatModel + 'static>(launch: Launch<M>) -> std::io::Result<S
     });
     let ran = screen.run(&mut term, EventStream::new(), &mut ()).await;
     signals.abort();
+    screen.end_session().await;
     ran?;
     tracing::info!("tui leaving");
     Ok(ScreenExit {

@@ -13,11 +13,11 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-struct Env {
+pub(crate) struct Env {
     _dir: tempfile::TempDir,
-    project: PathBuf,
-    state: PathBuf,
-    config: PathBuf,
+    pub(crate) project: PathBuf,
+    pub(crate) state: PathBuf,
+    pub(crate) config: PathBuf,
 }
 
 /// The test server's command and read path: Spear's own binary.
@@ -29,6 +29,18 @@ impl Env {
     /// A workspace and a config naming the test server, tagged `tag` (the tests find its
     /// process by it), with `extra` lines added to its table.
     fn new(tag: &str, extra: &str) -> Env {
+        let bin = spear_bin();
+        Env::with_config(&format!(
+            "[mcp.servers.test]\ncommand = {:?}\nargs = [\"__mcp-test-server\", {tag:?}]\n\
+             read_paths = [{:?}]\nread_only_tools = [\"echo\", \"read\"]\n\
+             call_timeout_seconds = 3\n{extra}\n",
+            bin.display().to_string(),
+            bin.parent().unwrap().display().to_string(),
+        ))
+    }
+
+    /// A workspace and a config of `text`.
+    pub(crate) fn with_config(text: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         let (project, state, config) = (base.join("work"), base.join("state"), base.join("config"));
@@ -36,14 +48,6 @@ impl Env {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(project.join("inside.txt"), "inside the workspace\n").unwrap();
-        let bin = spear_bin();
-        let text = format!(
-            "[mcp.servers.test]\ncommand = {:?}\nargs = [\"__mcp-test-server\", {tag:?}]\n\
-             read_paths = [{:?}]\nread_only_tools = [\"echo\", \"read\"]\n\
-             call_timeout_seconds = 3\n{extra}\n",
-            bin.display().to_string(),
-            bin.parent().unwrap().display().to_string(),
-        );
         std::fs::write(config.join("spear/config.toml"), text).unwrap();
         Env {
             _dir: dir,
@@ -59,7 +63,7 @@ impl Env {
     }
 
     /// As `terminal`, with `vars` in Spear's environment.
-    fn terminal_with(
+    pub(crate) fn terminal_with(
         &self,
         mode: &str,
         command: &str,
@@ -108,7 +112,7 @@ impl Env {
         c
     }
 
-    fn spear(&self, args: &[&str]) -> Output {
+    pub(crate) fn spear(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
@@ -122,7 +126,7 @@ impl Env {
             .unwrap()
     }
 
-    fn audit(&self) -> Vec<spear::harness::audit::AuditRecord> {
+    pub(crate) fn audit(&self) -> Vec<spear::harness::audit::AuditRecord> {
         crate::audit_log::records(&self.state, &self.project)
     }
 }
@@ -131,11 +135,11 @@ fn call(tool: &str, args: Value) -> String {
     format!("spear-capability call test.{tool} '{args}'")
 }
 
-fn status(env: &Value) -> &str {
+pub(crate) fn status(env: &Value) -> &str {
     env["status"].as_str().unwrap_or_default()
 }
 
-fn text(env: &Value) -> String {
+pub(crate) fn text(env: &Value) -> String {
     format!(
         "{} {} {}",
         env["preview"].as_str().unwrap_or_default(),
@@ -317,7 +321,11 @@ fn a_server_with_the_network_runs_only_with_the_sessions_network() {
 #[test]
 fn a_config_asking_for_what_is_not_built_is_refused_with_a_reason() {
     for (extra, needle) in [
-        ("url = \"https://example.invalid/mcp\"", "not supported yet"),
+        ("url = \"https://example.invalid/mcp\"", "does not apply"),
+        (
+            "headers_env = { Authorization = \"TOKEN\" }",
+            "belong to a remote",
+        ),
         ("env = [\"GITHUB-TOKEN\"]", "is not a variable name"),
         ("workspace = \"write\"", "is not a grant"),
         ("call_timeout_seconds = 0", "out of range"),
@@ -503,7 +511,7 @@ fn a_changed_tool_is_asked_about_again() {
 }
 
 /// Every file under `dir`, read whole, joined (the state: audit log, ResultStore, sessions).
-fn all_bytes_under(dir: &std::path::Path) -> String {
+pub(crate) fn all_bytes_under(dir: &std::path::Path) -> String {
     let mut out = String::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

@@ -775,15 +775,17 @@ fn mcp_server(
     let bin = std::path::PathBuf::from(env!("CARGO_BIN_EXE_spear"));
     spear::tools::host::mcp::McpServerConfig {
         name: name.into(),
-        command: if command.is_empty() {
-            bin.clone()
-        } else {
-            command.into()
+        launch: spear::tools::host::mcp::McpLaunch::Stdio {
+            command: if command.is_empty() {
+                bin.clone()
+            } else {
+                command.into()
+            },
+            args: vec![
+                "__mcp-test-server".into(),
+                format!("actor-{}", std::process::id()),
+            ],
         },
-        args: vec![
-            "__mcp-test-server".into(),
-            format!("actor-{}", std::process::id()),
-        ],
         workspace_read: true,
         network,
         read_paths: vec![bin.parent().unwrap().to_path_buf()],

@@ -328,7 +328,7 @@ fn doctor_warns_of_an_mcp_read_path_over_keys() {
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         (doctor_check(&v, "mcp_servers"), v)
     };
-    write(&[home.clone()]);
+    write(std::slice::from_ref(&home));
     let (c, v) = doctor();
     assert_eq!(c["status"], "warning", "{v}");
     let detail = c["detail"].as_str().unwrap_or_default();

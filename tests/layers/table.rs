@@ -319,6 +319,10 @@ pub const TABLE: &[Layer] = &[
                 "the web pair's address exceptions are prefixes, as the sandbox's are",
             ),
             (
+                "secrets",
+                "the values handed to an MCP server are redacted from what the tools return",
+            ),
+            (
                 "refused address ranges",
                 "the web pair refuses the same ranges as the sandbox's network path: one table",
             ),
@@ -598,6 +602,11 @@ pub const CRATE_RULES: &[CrateRule] = &[
                 "spear::tools::documents",
                 "links of fetched HTML are resolved against the page's URL (reqwest::Url); \
                  nothing here connects",
+            ),
+            (
+                "spear::tools::host::mcp",
+                "a remote MCP server's client (rmcp's streamable HTTP transport over reqwest), \
+                 built on the web pair's pinned, address-checked builder",
             ),
         ],
     },

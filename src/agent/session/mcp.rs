@@ -1,8 +1,8 @@
 //! `/mcp`: what the person reads of their MCP servers: each server's grant, where it stands
 //! (not started, running with its tools, failed and why) and what to type next.
 
-use crate::tools::host::mcp::McpClients;
 use crate::tools::host::mcp::client::ServerState;
+use crate::tools::host::mcp::{McpClients, McpLaunch, grant_words};
 
 /// The `/mcp` report. `network_now`: whether the session grants the network now.
 pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
@@ -14,19 +14,7 @@ pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
     let mut out = String::from("MCP servers (your config's [mcp.servers]):");
     for s in mcp.status() {
         let cfg = mcp.server(&s.name);
-        let mut grant = vec![
-            if s.workspace_read {
-                "reads the workspace"
-            } else {
-                "sees no workspace"
-            }
-            .to_string(),
-        ];
-        grant.push(if s.network {
-            "has the network".into()
-        } else {
-            "no network".into()
-        });
+        let mut grant = vec![cfg.map(grant_words).unwrap_or_default()];
         if let Some(c) = cfg.filter(|c| !c.read_paths.is_empty()) {
             grant.push(format!(
                 "reads {}",
@@ -37,8 +25,17 @@ pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
                     .join(", ")
             ));
         }
-        if let Some(c) = cfg.filter(|c| !c.env.is_empty()) {
-            let names = c.env.join(", ");
+        let held: Vec<String> = cfg
+            .map(|c| {
+                let headers = match &c.launch {
+                    McpLaunch::Http { headers_env, .. } => headers_env.values().cloned().collect(),
+                    McpLaunch::Stdio { .. } => Vec::new(),
+                };
+                c.env.iter().cloned().chain(headers).collect()
+            })
+            .unwrap_or_default();
+        if !held.is_empty() {
+            let names = held.join(", ");
             grant.push(if s.network {
                 format!("holds {names} and the network: it can send them anywhere it can reach")
             } else {

@@ -13,3 +13,7 @@ pub use actor::{
 };
 pub use ops::{AppliesFrom, Change, OpKind, RewindWhat, SessionEvent, SessionOp};
 pub use standards::Standards;
+
+/// How long a front end waits, when it ends, for its session's task to end (the servers it
+/// started stopped and confirmed gone) before it leaves anyway.
+pub const SESSION_END_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -18,9 +18,9 @@ use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService};
 
-use super::McpServerConfig;
 use super::bounded::{LineBound, MESSAGE_LIMIT};
 use super::pins::{Seen, ToolPins, fingerprint};
+use super::{McpLaunch, McpServerConfig};
 use crate::harness::command_policy::{ExecutionProfile, Secrets};
 use crate::harness::command_runner::CommandRunner;
 use crate::harness::command_runner::{LongLived, StderrLog};
@@ -40,8 +40,8 @@ struct Live {
     /// Set when the server sent a message over `MESSAGE_LIMIT` (its stream then ended).
     oversized: Arc<std::sync::atomic::AtomicBool>,
     tools: Vec<ToolInfo>,
-    /// Killed (through its pidfds) when dropped.
-    _process: LongLived,
+    /// Killed (through its pidfds) when dropped; none for a remote server.
+    _process: Option<LongLived>,
     log: Option<StderrLog>,
 }
 
@@ -101,19 +101,43 @@ pub struct McpClients {
     known: KnownSecrets,
 }
 
-/// Ends every server: their processes are killed through their pidfds, inside the runtime
-/// (the protocol's tasks need it), which is then shut down without blocking.
+/// Ends every server, and confirms its processes died (killed through their pidfds), before the
+/// session goes on: a normal end leaves nothing running.
 impl Drop for McpClients {
     fn drop(&mut self) {
         let live = std::mem::take(&mut *self.live.lock().unwrap_or_else(|p| p.into_inner()));
         if let Some(rt) = self.runtime.take() {
-            {
-                let _inside = rt.enter();
-                drop(live);
-            }
+            stop_confirmed(&rt, live.into_values().collect());
             rt.shutdown_background();
         }
     }
+}
+
+/// How long ending the servers may take before Spear goes on (a process not confirmed dead by
+/// then is still killed; the ledger and the parent-death signal remain behind it).
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// End `lives` and confirm their processes died, within `STOP_WAIT`. On a thread of its own:
+/// the caller may be inside another runtime (the session's actor narrowing the network).
+fn stop_confirmed(rt: &tokio::runtime::Runtime, lives: Vec<Live>) {
+    if lives.is_empty() {
+        return;
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            rt.block_on(async move {
+                let _ = tokio::time::timeout(STOP_WAIT, async move {
+                    for l in lives {
+                        drop(l.service);
+                        if let Some(p) = l._process {
+                            let _ = p.stop().await;
+                        }
+                    }
+                })
+                .await;
+            });
+        });
+    });
 }
 
 impl McpClients {
@@ -380,8 +404,7 @@ impl McpClients {
         };
         let tail = live.log.as_ref().map(StderrLog::text).unwrap_or_default();
         if let Ok(rt) = self.runtime() {
-            let _inside = rt.enter();
-            drop(live);
+            stop_confirmed(rt, vec![live]);
         }
         stderr_suffix(&tail)
     }
@@ -422,8 +445,11 @@ impl McpClients {
         let profile =
             ExecutionProfile::from_granted(CapabilitySet::of(&caps), cfg.read_paths.clone())
                 .with_secrets(Secrets::new(handed));
-        let argv: Vec<std::ffi::OsString> = std::iter::once(cfg.command.clone().into_os_string())
-            .chain(cfg.args.iter().map(Into::into))
+        let McpLaunch::Stdio { command, args } = &cfg.launch else {
+            return self.start_http(cfg);
+        };
+        let argv: Vec<std::ffi::OsString> = std::iter::once(command.clone().into_os_string())
+            .chain(args.iter().map(Into::into))
             .collect();
         let runner = self.runner.clone();
         let name = cfg.name.clone();
@@ -442,9 +468,7 @@ impl McpClients {
             let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
                 return Err(format!("server `{name}` has no stdin or stdout"));
             };
-            let tail = |log: &Option<StderrLog>| {
-                stderr_suffix(&log.as_ref().map(StderrLog::text).unwrap_or_default())
-            };
+            let tail = || stderr_suffix(&log.as_ref().map(StderrLog::text).unwrap_or_default());
             // One message at most MESSAGE_LIMIT: past it the stream ends (rmcp's own bound, set
             // above ours, never drops one silently).
             let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
@@ -452,55 +476,183 @@ impl McpClients {
                 stdin,
             )
             .with_max_line_length(MESSAGE_LIMIT + 1);
-            let service = match tokio::time::timeout(START_WAIT, ().serve(transport)).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    return Err(format!(
-                        "server `{name}` did not start an MCP session ({e}){}",
-                        tail(&log)
-                    ));
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "server `{name}` did not answer within {} s{}",
-                        START_WAIT.as_secs(),
-                        tail(&log)
-                    ));
-                }
-            };
-            let tools = match tokio::time::timeout(START_WAIT, service.list_all_tools()).await {
-                Ok(Ok(t)) => t,
-                Ok(Err(e)) => {
-                    return Err(format!(
-                        "server `{name}` did not list its tools ({e}){}",
-                        tail(&log)
-                    ));
-                }
-                Err(_) => {
-                    return Err(format!(
-                        "server `{name}` did not list its tools within {} s",
-                        START_WAIT.as_secs()
-                    ));
-                }
-            };
+            let (service, tools) = handshake(transport, &name, tail).await?;
             Ok(Live {
                 service,
                 oversized,
-                // Hashed as the server gave them; shown without any value handed to it.
-                tools: tools
-                    .into_iter()
-                    .map(|t| {
-                        let mut i = info(&cfg, t);
-                        i.description = known.redact(&i.description).into_owned();
-                        i
-                    })
-                    .collect(),
-                _process: process,
+                tools: shown_tools(&cfg, &known, tools),
+                _process: Some(process),
                 log,
             })
         }))
         .map_err(|e| format!("the server's start failed inside Spear: {e}"))?
     }
+
+    /// Connect to `cfg`'s remote server over streamable HTTP: its address checked as
+    /// `fetch_url` checks one (with the server's own `allow_addresses`) and pinned, a redirect
+    /// followed only within its origin, its headers filled from Spear's environment.
+    fn start_http(&self, cfg: &McpServerConfig) -> Result<Live, String> {
+        let McpLaunch::Http {
+            url,
+            headers_env,
+            allow_addresses,
+        } = &cfg.launch
+        else {
+            return Err(format!("server `{}` is not a remote server", cfg.name));
+        };
+        let name = cfg.name.clone();
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (header, var) in headers_env {
+            let value = std::env::var(var).map_err(|_| {
+                format!(
+                    "server `{name}` is not started: its header {header} comes from `{var}`, \
+                     which is not set (or not UTF-8) in Spear's environment"
+                )
+            })?;
+            let (Ok(h), Ok(mut v)) = (
+                reqwest::header::HeaderName::from_bytes(header.as_bytes()),
+                reqwest::header::HeaderValue::from_str(&value),
+            ) else {
+                return Err(format!(
+                    "server `{name}` is not started: `{var}` cannot be sent as header {header}"
+                ));
+            };
+            v.set_sensitive(true);
+            headers.insert(h, v);
+        }
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|e| format!("server `{name}`: `{url}` is not a URL ({e})"))?;
+        let policy = crate::tools::host::web::address::AddressPolicy {
+            allow_private: false,
+            allow: allow_addresses.clone(),
+        };
+        let origin = parsed.origin();
+        let refused = Arc::new(Mutex::new(None::<String>));
+        let said_refusal = refused.clone();
+        let cfg = cfg.clone();
+        let known = self.known.clone();
+        let rt = self.runtime()?;
+        rt.block_on(rt.spawn(async move {
+            let builder = crate::tools::host::web::http::pinned_builder(
+                &parsed,
+                &policy,
+                String::new(),
+            )
+            .await
+            .map_err(|e| match e {
+                crate::tools::host::web::http::FetchError::Refused { addr, why, .. } => format!(
+                    "server `{name}` is not started: its address {addr} is refused ({why}); if \
+                     it is yours, add \"{addr}\" to allow_addresses in [mcp.servers.{name}]"
+                ),
+                other => format!("server `{name}` could not be reached: {other}"),
+            })?;
+            let client = builder
+                .connect_timeout(Duration::from_secs(10))
+                .default_headers(headers)
+                .user_agent(concat!("spear/", env!("CARGO_PKG_VERSION"), " (mcp)"))
+                // Within the origin only: its headers (credentials) go nowhere else.
+                .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                    if attempt.url().origin() != origin {
+                        let why = format!(
+                            "it redirected to another origin ({}), which is refused: its \
+                             headers are sent to its own origin only",
+                            attempt.url()
+                        );
+                        if let Ok(mut r) = refused.lock() {
+                            *r = Some(why.clone());
+                        }
+                        attempt.error(why)
+                    } else if attempt.previous().len() >= 5 {
+                        attempt.error("more than 5 redirects")
+                    } else {
+                        attempt.follow()
+                    }
+                }))
+                .build()
+                .map_err(|e| format!("server `{name}`: {e}"))?;
+            let mut config =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    parsed.to_string(),
+                );
+            config.max_json_response_size = MESSAGE_LIMIT;
+            config.max_sse_event_size = MESSAGE_LIMIT;
+            let transport =
+                rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
+            // rmcp keeps only the words of a transport's error: a refused redirect is said
+            // from what the policy recorded.
+            let said = || {
+                said_refusal
+                    .lock()
+                    .ok()
+                    .and_then(|r| r.clone())
+                    .map(|why| format!("; {why}"))
+                    .unwrap_or_default()
+            };
+            let (service, tools) = handshake(transport, &name, said).await?;
+            Ok(Live {
+                service,
+                oversized: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+                tools: shown_tools(&cfg, &known, tools),
+                _process: None,
+                log: None,
+            })
+        }))
+        .map_err(|e| format!("the server's start failed inside Spear: {e}"))?
+    }
+}
+
+/// `initialize`, then `tools/list`, each within `START_WAIT`; `tail` says the end of the
+/// server's stderr, when there is one.
+async fn handshake<T, E, A>(
+    transport: T,
+    name: &str,
+    tail: impl Fn() -> String,
+) -> Result<(RunningService<RoleClient, ()>, Vec<Tool>), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let service = match tokio::time::timeout(START_WAIT, ().serve(transport)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(format!(
+                "server `{name}` did not start an MCP session ({}){}",
+                crate::tools::host::web::http::error_chain(&e),
+                tail()
+            ));
+        }
+        Err(_) => {
+            return Err(format!(
+                "server `{name}` did not answer within {} s{}",
+                START_WAIT.as_secs(),
+                tail()
+            ));
+        }
+    };
+    match tokio::time::timeout(START_WAIT, service.list_all_tools()).await {
+        Ok(Ok(t)) => Ok((service, t)),
+        Ok(Err(e)) => Err(format!(
+            "server `{name}` did not list its tools ({}){}",
+            crate::tools::host::web::http::error_chain(&e),
+            tail()
+        )),
+        Err(_) => Err(format!(
+            "server `{name}` did not list its tools within {} s",
+            START_WAIT.as_secs()
+        )),
+    }
+}
+
+/// The tools as listed: hashed as the server gave them, shown without any value handed to it.
+fn shown_tools(cfg: &McpServerConfig, known: &KnownSecrets, tools: Vec<Tool>) -> Vec<ToolInfo> {
+    tools
+        .into_iter()
+        .map(|t| {
+            let mut i = info(cfg, t);
+            i.description = known.redact(&i.description).into_owned();
+            i
+        })
+        .collect()
 }
 
 /// `text` on one line (a server's stderr tail included), at most 400 characters.
@@ -514,10 +666,15 @@ pub fn one_line(text: &str) -> String {
 
 /// Every variable a server is handed, with its value as Spear's environment has it.
 fn servers_env(servers: &[McpServerConfig]) -> Vec<(String, String)> {
+    let headers = servers.iter().flat_map(|s| match &s.launch {
+        McpLaunch::Http { headers_env, .. } => headers_env.values().cloned().collect(),
+        McpLaunch::Stdio { .. } => Vec::new(),
+    });
     servers
         .iter()
-        .flat_map(|s| s.env.iter())
-        .filter_map(|n| std::env::var(n).ok().map(|v| (n.clone(), v)))
+        .flat_map(|s| s.env.iter().cloned())
+        .chain(headers)
+        .filter_map(|n| std::env::var(&n).ok().map(|v| (n, v)))
         .collect()
 }
 

@@ -1,23 +1,43 @@
 //! An MCP server as the person's config names it (`[mcp.servers.NAME]`), resolved: what to run
 //! and the grant it runs with. Plain data; `config` builds it, `client` starts it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// One stdio MCP server.
+use crate::harness::sandbox::netns::IpPrefix;
+
+/// How a server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpLaunch {
+    /// A program run as a long-lived confined process, spoken to over its stdin and stdout.
+    Stdio {
+        /// By absolute path, as the sandbox sees it (the system view, or one of `read_paths`).
+        command: PathBuf,
+        args: Vec<String>,
+    },
+    /// A remote server, spoken to over streamable HTTP by Spear itself: every address its name
+    /// resolves to is checked as `fetch_url` checks one, the connection pinned to it, and a
+    /// redirect to another origin refused.
+    Http {
+        url: String,
+        /// Header name → the variable of Spear's environment that holds its value.
+        headers_env: BTreeMap<String, String>,
+        /// Addresses refused by default that this server may be at (a loopback server).
+        allow_addresses: Vec<IpPrefix>,
+    },
+}
+
+/// One MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServerConfig {
     /// The name tools are called by (`NAME.TOOL`): letters, digits, `_` and `-`.
     pub name: String,
-    /// The program, by absolute path, as the sandbox sees it (the system view, or one of
-    /// `read_paths`).
-    pub command: PathBuf,
-    pub args: Vec<String>,
+    pub launch: McpLaunch,
     /// `workspace = "read"` (the default): it may read the workspace; `"none"`: it sees none.
     pub workspace_read: bool,
     /// `network = true`: it gets the network path (and then runs only where the session's
-    /// network setting and the mode grant the network).
+    /// network setting and the mode grant the network). Always true for an HTTP server.
     pub network: bool,
     /// Host paths bound read-only, vetted as a command's are.
     pub read_paths: Vec<PathBuf>,
@@ -56,6 +76,23 @@ impl McpServerConfig {
     }
 }
 
+/// A remote server's address as given, normalised; or what is wrong with it.
+pub fn remote_url(text: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(text).map_err(|e| format!("is not a URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err("is not http(s) with a host".into());
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("carries credentials".into());
+    }
+    Ok(parsed.to_string())
+}
+
+/// A name an HTTP header can have.
+pub fn valid_header_name(name: &str) -> bool {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+}
+
 /// A server name a tool can be called by.
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -72,8 +109,10 @@ mod tests {
     fn with_paths(paths: &[&std::path::Path]) -> McpServerConfig {
         McpServerConfig {
             name: "s".into(),
-            command: "/bin/true".into(),
-            args: Vec::new(),
+            launch: McpLaunch::Stdio {
+                command: "/bin/true".into(),
+                args: Vec::new(),
+            },
             workspace_read: true,
             network: false,
             read_paths: paths.iter().map(|p| p.to_path_buf()).collect(),

@@ -8,7 +8,7 @@ pub mod config;
 pub mod pins;
 
 pub use client::McpClients;
-pub use config::McpServerConfig;
+pub use config::{McpLaunch, McpServerConfig};
 
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::tools::host::SpearHost;
@@ -38,16 +38,7 @@ pub fn list_lines(host: &SpearHost, network_now: bool) -> Vec<String> {
     for s in mcp.servers() {
         match mcp.tools(&s.name, network_now) {
             Ok(tools) => {
-                out.push(format!(
-                    "MCP server `{}` ({}{}):",
-                    s.name,
-                    if s.workspace_read {
-                        "reads the workspace"
-                    } else {
-                        "sees no workspace"
-                    },
-                    if s.network { ", has the network" } else { "" }
-                ));
+                out.push(format!("MCP server `{}` ({}):", s.name, grant_words(s)));
                 for t in tools {
                     out.push(format!(
                         "  {}.{}{}{}  description from the server: {}",
@@ -103,6 +94,26 @@ pub fn describe(host: &SpearHost, name: &str, network_now: bool) -> Option<ToolR
         },
         Err(why) => ToolResult::failed(why),
     })
+}
+
+/// What a server may reach, in a few words: where it runs and what it sees.
+pub fn grant_words(s: &McpServerConfig) -> String {
+    match &s.launch {
+        McpLaunch::Http { url, .. } => format!("remote at {url}, over the network"),
+        McpLaunch::Stdio { .. } => format!(
+            "{}{}",
+            if s.workspace_read {
+                "reads the workspace"
+            } else {
+                "sees no workspace"
+            },
+            if s.network {
+                ", has the network"
+            } else {
+                ", no network"
+            }
+        ),
+    }
 }
 
 /// " (changed since last let run)" when `t` is not the version the person last let run.

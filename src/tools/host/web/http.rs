@@ -198,6 +198,35 @@ async fn one_hop(
     limits: &FetchLimits,
     hop: String,
 ) -> Result<reqwest::Response, FetchError> {
+    let builder = pinned_builder(url, policy, hop)
+        .await?
+        .redirect(reqwest::redirect::Policy::none())
+        .connect_timeout(limits.connect_timeout)
+        .user_agent(concat!("spear/", env!("CARGO_PKG_VERSION"), " (fetch_url)"));
+    let client = builder.build().map_err(|e| FetchError::Http {
+        url: url.to_string(),
+        why: e.to_string(),
+    })?;
+    client
+        .get(url.clone())
+        .send()
+        .await
+        .map_err(|e| FetchError::Http {
+            url: url.to_string(),
+            why: error_chain(&e),
+        })
+}
+
+/// A client builder for `url` that can only reach an address `policy` lets it: the host is
+/// resolved once here, every address checked (refused: `FetchError::Refused`, `hop` saying how
+/// it was reached), and a name pinned to the addresses that passed; no proxy (it would make the
+/// connection go somewhere other than the checked address). An IP literal is connected to as
+/// written, and was checked as written.
+pub async fn pinned_builder(
+    url: &Url,
+    policy: &AddressPolicy,
+    hop: String,
+) -> Result<reqwest::ClientBuilder, FetchError> {
     if !matches!(url.scheme(), "http" | "https") {
         return Err(FetchError::Scheme(url.to_string()));
     }
@@ -217,28 +246,11 @@ async fn one_hop(
             hop,
         })?;
     let pinned: Vec<SocketAddr> = allowed.iter().map(|a| SocketAddr::new(*a, port)).collect();
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        // A proxy would make the connection go somewhere other than the checked address.
-        .no_proxy()
-        .connect_timeout(limits.connect_timeout)
-        .user_agent(concat!("spear/", env!("CARGO_PKG_VERSION"), " (fetch_url)"));
-    // An IP literal is connected to as written (and was checked as written); a name is pinned.
+    let mut builder = reqwest::Client::builder().no_proxy();
     if ip_literal(host).is_none() {
         builder = builder.resolve_to_addrs(host, &pinned);
     }
-    let client = builder.build().map_err(|e| FetchError::Http {
-        url: url.to_string(),
-        why: e.to_string(),
-    })?;
-    client
-        .get(url.clone())
-        .send()
-        .await
-        .map_err(|e| FetchError::Http {
-            url: url.to_string(),
-            why: error_chain(&e),
-        })
+    Ok(builder)
 }
 
 /// The address a URL's host is, when it is written as one (`[::1]` included).
@@ -315,7 +327,8 @@ async fn read_body(
 }
 
 /// An error with its causes (reqwest's own message is often just "error sending request").
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error with every source under it, `: `-joined (the words that say why are often the last).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
