@@ -50,6 +50,9 @@ pub struct Confirmation {
     pub ask: Option<String>,
     /// The MCP tool the call reaches, for its audit record.
     pub mcp_tool: Option<crate::harness::audit::McpToolRef>,
+    /// Whatever it does, the call cannot change the working tree (an MCP server never holds
+    /// it writable): no checkpoint is taken, and no `/undo` is promised for it.
+    pub leaves_workspace: bool,
 }
 
 /// What an action produced.

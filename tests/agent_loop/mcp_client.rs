@@ -208,6 +208,8 @@ fn modes_decide_the_calls_and_the_audit_log_has_them() {
     let ran = e.terminal("auto", &call("note", json!({"text": "kept"})), &[]);
     assert_eq!(status(&ran), "ok", "{ran}");
     assert!(text(&ran).contains("noted: kept"), "{ran}");
+    // A server cannot change the working tree, so no checkpoint promises to take it back.
+    assert!(ran["checkpoint"].is_null(), "{ran}");
 
     let records = e.audit();
     let target = call("note", json!({"text": "kept"}));

@@ -26,6 +26,7 @@ use crate::harness::command_policy::ApprovalDecision;
 use crate::harness::primitives::ExecutionMode;
 use crate::tools::approval::ApprovalId;
 use crate::tools::checkpoints::SessionCheckpoints;
+use crate::tools::host::mcp::client::ServerState;
 use crate::tools::observer::SessionLabel;
 use crate::tools::router::ToolRouter;
 
@@ -448,6 +449,16 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                             .collect::<Vec<_>>()
                             .join(", ")
                     )),
+                    // A start that failed was said already, as the server's failure line.
+                    Err(why)
+                        if mcp.status().iter().any(|s| {
+                            s.name == name && s.state == ServerState::Failed(why.clone())
+                        }) =>
+                    {
+                        SessionEvent::Note(format!(
+                            "/mcp restart {name}: it did not start (the line above says why)"
+                        ))
+                    }
                     Err(why) => SessionEvent::Failed(format!("/mcp restart {name}: {why}")),
                 },
             };

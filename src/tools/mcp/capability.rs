@@ -142,7 +142,10 @@ impl Action for McpCall {
         };
         if mcp.server(&self.server).is_some_and(|c| c.network) && !network_now {
             // Not started: authorization refuses the call, saying why.
-            return Ok(Confirmation::default());
+            return Ok(Confirmation {
+                leaves_workspace: true,
+                ..Confirmation::default()
+            });
         }
         let (info, seen) = mcp
             .confirm(&self.server, &self.tool, network_now)
@@ -169,6 +172,8 @@ impl Action for McpCall {
         self.confirmed = Some((info.hash.clone(), seen == Some(ToolSeen::Changed)));
         Ok(Confirmation {
             ask,
+            // A server sees the workspace read-only or not at all, or runs elsewhere.
+            leaves_workspace: true,
             mcp_tool: Some(McpToolRef {
                 server: self.server.clone(),
                 tool: self.tool.clone(),

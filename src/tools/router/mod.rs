@@ -360,6 +360,7 @@ impl ToolRouter {
             Err(result) => return Ok((result.into(), Decision::Allowed)),
         };
         trace.mcp_tool = confirmation.mcp_tool;
+        let leaves_workspace = confirmation.leaves_workspace;
         if let Some(why) = confirmation.ask {
             trace.ask_reason = Some(match trace.ask_reason.take() {
                 Some(hook) => format!("{hook}; {why}"),
@@ -382,9 +383,10 @@ impl ToolRouter {
                     .then(|| read_assessment(&spec.name, trace.target.as_deref()))
             });
         // What may change the working tree is checkpointed: a write, any command not READ_ONLY.
-        let may_change = assessment
-            .as_ref()
-            .is_some_and(|a| a.class != CommandClass::ReadOnly);
+        let may_change = !leaves_workspace
+            && assessment
+                .as_ref()
+                .is_some_and(|a| a.class != CommandClass::ReadOnly);
         // In ASK the person hears, before saying yes, which files could not be taken back.
         if may_change
             && turn.mode == ExecutionMode::Ask
