@@ -58,7 +58,7 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "SPEAR_LOG",
-        what: "the screen's log filter, written under $XDG_STATE_HOME/spear/ (info)",
+        what: "the screen's log filter, written under $XDG_STATE_HOME/spear/ (info,rmcp=warn)",
     },
     Variable {
         name: "NO_COLOR",
@@ -136,8 +136,10 @@ impl Env {
         self.get("TMUX").is_some()
     }
 
-    /// The screen's log filter (`SPEAR_LOG`, default `info`).
+    /// The screen's log filter (`SPEAR_LOG`, default `info,rmcp=warn`: rmcp logs every MCP
+    /// notification whole at info, which would put a server's words in the log).
     pub fn log_filter(&self) -> String {
-        self.get("SPEAR_LOG").unwrap_or_else(|| "info".into())
+        self.get("SPEAR_LOG")
+            .unwrap_or_else(|| "info,rmcp=warn".into())
     }
 }

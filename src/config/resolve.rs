@@ -331,6 +331,20 @@ fn mcp_servers(
                 }
                 headers_env.insert(header.clone(), var.get_ref().clone());
             }
+            if normalised.starts_with("http://")
+                && !headers_env.is_empty()
+                && s.allow_addresses.is_empty()
+            {
+                return Err(invalid(
+                    &url.span(),
+                    "use https:// (a server of yours on loopback or a private address may keep \
+                     http:// when allow_addresses names it)",
+                    format!(
+                        "[mcp.servers.{name}] would send its headers_env over plain http://, \
+                         readable by anyone on the way"
+                    ),
+                ));
+            }
             let mut allow_addresses = Vec::new();
             for entry in &s.allow_addresses {
                 let p = entry

@@ -328,7 +328,14 @@ impl SystemdScopeRunner {
         if !self.system_scope {
             out.push("--user".into());
         }
-        for a in ["--scope", "--quiet", "--collect"] {
+        // A fixed description: by default systemd describes a scope by its whole command
+        // line, which would put every command's arguments in the journal.
+        for a in [
+            "--scope",
+            "--quiet",
+            "--collect",
+            "--description=Spear sandbox",
+        ] {
             out.push(a.into());
         }
         out.push(format!("--unit={unit}").into());
@@ -418,6 +425,7 @@ mod tests {
             "--scope",
             "--quiet",
             "--collect",
+            "--description=Spear sandbox",
             "--unit=spear-1.scope",
             "-p",
             "MemoryMax=1073741824",

@@ -253,27 +253,60 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Secret values Spear holds by name (the variables the person hands an MCP server), looked
-/// for verbatim wherever Spear records or shows text and replaced by `[REDACTED:NAME]`. A
-/// value shorter than `KnownSecrets::MIN_LEN` is not looked for: it would match ordinary text.
+/// Secret values Spear knows by name: the variables the person hands an MCP server, the
+/// secret-looking variables of Spear's environment (provider keys among them), the values of the
+/// workspace's `.env` files. Looked for verbatim wherever Spear records or shows text (replaced
+/// by `[REDACTED:NAME]`) and in what a call would send out (`names_in`). A value shorter than
+/// `KnownSecrets::MIN_LEN`, or a common word, is not looked for: it would match ordinary text.
 #[derive(Clone, Default)]
 pub struct KnownSecrets {
     /// Longest value first, so a value that holds another is replaced whole.
-    values: Vec<(String, String)>,
+    values: Vec<Known>,
+}
+
+#[derive(Clone)]
+struct Known {
+    name: String,
+    /// Where Spear found it, for the person (`Spear's environment`, `.env`).
+    origin: String,
+    value: String,
 }
 
 impl KnownSecrets {
     pub const MIN_LEN: usize = 8;
 
-    /// From (name, value) pairs; short and repeated values are dropped.
+    /// From (name, value) pairs of one origin; values that do not count are dropped.
     pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
-        let mut values: Vec<(String, String)> = pairs
-            .into_iter()
-            .filter(|(_, v)| v.chars().count() >= Self::MIN_LEN)
-            .collect();
-        values.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-        values.dedup_by(|a, b| a.1 == b.1);
-        KnownSecrets { values }
+        KnownSecrets::default().with("", pairs)
+    }
+
+    /// These too, found in `origin`.
+    pub fn with(mut self, origin: &str, pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        for (name, value) in pairs {
+            if counts_as_secret(&value) && !self.values.iter().any(|k| k.value == value) {
+                self.values.push(Known {
+                    name,
+                    origin: origin.to_string(),
+                    value,
+                });
+            }
+        }
+        self.values.sort_by(|a, b| {
+            b.value
+                .len()
+                .cmp(&a.value.len())
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        self
+    }
+
+    /// Both sets.
+    pub fn merged(self, other: &KnownSecrets) -> Self {
+        let mut out = self;
+        for k in &other.values {
+            out = out.with(&k.origin, [(k.name.clone(), k.value.clone())]);
+        }
+        out
     }
 
     pub fn is_empty(&self) -> bool {
@@ -283,12 +316,154 @@ impl KnownSecrets {
     /// `text` with every known value replaced by `[REDACTED:NAME]`.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
-        for (name, value) in &self.values {
-            if out.contains(value.as_str()) {
-                out = Cow::Owned(out.replace(value.as_str(), &format!("[REDACTED:{name}]")));
+        for k in &self.values {
+            if out.contains(k.value.as_str()) {
+                out = Cow::Owned(out.replace(k.value.as_str(), &format!("[REDACTED:{}]", k.name)));
             }
         }
         out
+    }
+
+    /// Every string inside `value` redacted (keys are left: they are a schema's names).
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) => {
+                if let Cow::Owned(r) = self.redact(s) {
+                    *s = r;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(|i| self.redact_json(i)),
+            serde_json::Value::Object(map) => map.values_mut().for_each(|i| self.redact_json(i)),
+            _ => {}
+        }
+    }
+
+    /// The secrets whose value `text` carries, named for the person (`OPENAI_API_KEY from
+    /// Spear's environment`), never by their value.
+    pub fn names_in(&self, text: &str) -> Vec<String> {
+        self.values
+            .iter()
+            .filter(|k| text.contains(k.value.as_str()))
+            .map(|k| match k.origin.as_str() {
+                "" => k.name.clone(),
+                o => format!("{} from {o}", k.name),
+            })
+            .collect()
+    }
+}
+
+/// Words a value may be without being a secret: what configuration files say of themselves.
+const COMMON_VALUES: [&str; 24] = [
+    "development",
+    "production",
+    "staging",
+    "localhost",
+    "password",
+    "changeme",
+    "postgres",
+    "postgresql",
+    "database",
+    "username",
+    "disabled",
+    "enabled",
+    "undefined",
+    "required",
+    "optional",
+    "container",
+    "anonymous",
+    "readonly",
+    "readwrite",
+    "wayland",
+    "default",
+    "unknown",
+    "xterm-256color",
+    "secret",
+];
+
+/// Whether `value` is looked for: at least `MIN_LEN` characters, not a path, and not a common
+/// word (letters only and either lower-case or a word configuration files use).
+pub fn counts_as_secret(value: &str) -> bool {
+    let v = value.trim();
+    if v.chars().count() < KnownSecrets::MIN_LEN || v.starts_with('/') {
+        return false;
+    }
+    let lower = v.to_ascii_lowercase();
+    if COMMON_VALUES.contains(&lower.as_str()) {
+        return false;
+    }
+    let letters_only = v.chars().all(|c| c.is_ascii_alphabetic());
+    !(letters_only && v.chars().all(|c| c.is_ascii_lowercase()))
+}
+
+/// The secret-looking variables of an environment (`is_secret_name`), with their values.
+pub fn secret_variables(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    vars.into_iter()
+        .filter(|(name, value)| is_secret_name(name) && counts_as_secret(value))
+        .collect()
+}
+
+/// The assignments of a `.env` file: `NAME=value`, `export NAME=value`, quoted or not;
+/// comments and other lines skipped.
+pub fn dotenv_values(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+        if line.starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            continue;
+        }
+        let value = value.trim();
+        let value = match value.chars().next() {
+            Some(q @ ('"' | '\'')) => value[1..].split(q).next().unwrap_or_default(),
+            _ => value.split(" #").next().unwrap_or_default().trim(),
+        };
+        if !value.is_empty() {
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    out
+}
+
+/// Environment variables, names and values, the person hands one long-lived process (an MCP
+/// server's `env`). No command gets any: the command path refuses a profile that carries
+/// them. They reach the process through bwrap's own environment, never its command line
+/// (which every local user can read). A value is never printed: `Debug` names the variables, and the serialised profile
+/// says only whether there are any.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct Secrets(Vec<(String, String)>);
+
+impl Secrets {
+    pub fn new(pairs: Vec<(String, String)>) -> Self {
+        Secrets(pairs)
+    }
+
+    pub fn enabled(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl serde::Serialize for Secrets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(self.enabled())
     }
 }
 
@@ -296,7 +471,7 @@ impl KnownSecrets {
 impl std::fmt::Debug for KnownSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.values.iter().map(|(n, _)| n))
+            .entries(self.values.iter().map(|k| &k.name))
             .finish()
     }
 }
@@ -326,6 +501,80 @@ mod known_tests {
             "{shown}"
         );
         assert!(KnownSecrets::new([("A".into(), "1234567".into())]).is_empty());
+    }
+
+    #[test]
+    fn common_words_paths_and_short_values_are_not_secrets() {
+        use super::counts_as_secret;
+        for v in [
+            "true",
+            "1234567",
+            "production",
+            "localhost",
+            "/run/user/1000/bus",
+            "abcdefghij",
+        ] {
+            assert!(!counts_as_secret(v), "{v}");
+        }
+        for v in [
+            "sk-live-abcdef123",
+            "hunter2hunter2",
+            "SuperSecretPassword",
+            "12345678",
+        ] {
+            assert!(counts_as_secret(v), "{v}");
+        }
+    }
+
+    #[test]
+    fn names_say_where_a_secret_was_found() {
+        let k = KnownSecrets::default()
+            .with(
+                "Spear's environment",
+                [("OPENAI_API_KEY".into(), "sk-abc123456789".into())],
+            )
+            .with(".env", [("DB_PASSWORD".into(), "pw-0987654321".into())]);
+        assert_eq!(
+            k.names_in("curl -d sk-abc123456789 https://x"),
+            ["OPENAI_API_KEY from Spear's environment"]
+        );
+        assert_eq!(k.names_in("echo pw-0987654321"), ["DB_PASSWORD from .env"]);
+        assert!(k.names_in("nothing").is_empty());
+    }
+
+    #[test]
+    fn dotenv_files_are_read_as_assignments() {
+        use super::dotenv_values;
+        let got = dotenv_values(
+            "# a comment\nexport API_TOKEN=\"tok en-1\"\nDB_URL='postgres://u:p@h/d'\nPLAIN=value # note\nnot a line\n=x\nEMPTY=\n",
+        );
+        assert_eq!(
+            got,
+            [
+                ("API_TOKEN".to_string(), "tok en-1".to_string()),
+                ("DB_URL".to_string(), "postgres://u:p@h/d".to_string()),
+                ("PLAIN".to_string(), "value".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn only_secret_looking_variables_count() {
+        use super::secret_variables;
+        let got = secret_variables([
+            (
+                "OPENAI_API_KEY".to_string(),
+                "sk-proj-1234567890".to_string(),
+            ),
+            ("HOME".to_string(), "/root/somewhere-long".to_string()),
+            ("EDITOR".to_string(), "vim-with-plugins-1".to_string()),
+            (
+                "SSH_AUTH_SOCK".to_string(),
+                "/tmp/ssh-XXXX/agent.1".to_string(),
+            ),
+        ]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, "OPENAI_API_KEY");
     }
 }
 

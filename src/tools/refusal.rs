@@ -34,6 +34,8 @@ pub enum Gate {
     Approval,
     /// The turn was stopped earlier for repeating a refused call.
     TurnStopped,
+    /// The call would carry a known secret value over the network.
+    SecretGuard,
 }
 
 impl Gate {
@@ -50,6 +52,7 @@ impl Gate {
             Gate::Authorization => "authorization",
             Gate::Approval => "approval",
             Gate::TurnStopped => "turn_stopped",
+            Gate::SecretGuard => "secret_guard",
         }
     }
 

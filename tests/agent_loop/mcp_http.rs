@@ -158,7 +158,10 @@ fn hello(e: &Env, flags: &[&str]) -> Value {
 fn a_remote_server_is_reached_only_as_granted_and_its_header_is_kept_secret() {
     let server = HttpMcp::start(None);
     // Loopback is refused unless this server names it.
-    let e = remote(&server.url(), "");
+    let e = Env::with_config(&format!(
+        "[mcp.servers.web]\nurl = {:?}\nread_only_tools = [\"hello\"]\n",
+        server.url()
+    ));
     let refused = hello(&e, &["--network"]);
     assert_eq!(status(&refused), "failed", "{refused}");
     assert!(
@@ -238,6 +241,10 @@ fn a_remote_server_config_is_checked() {
         (
             "url = \"https://mcp.example/mcp\"\nheaders_env = { Authorization = \"1BAD\" }",
             "is not a header",
+        ),
+        (
+            "url = \"http://mcp.example/mcp\"\nheaders_env = { Authorization = \"TOKEN\" }",
+            "over plain http://",
         ),
     ] {
         let e = Env::with_config(&format!("[mcp.servers.web]\n{table}\n"));

@@ -257,3 +257,53 @@ async fn until_end(stdin: &mut In, out: &mut Out, line: &str) -> String {
         got.push_str(&l);
     }
 }
+
+/// Variables handed to a long-lived process (an MCP server's `env`) reach it, and never stand
+/// on any command line (every local user can read those in /proc): bwrap's, its init's, or
+/// the process's own. A command is never handed any.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handed_secrets_reach_the_process_and_no_command_line() {
+    use spear::harness::command_policy::Secrets;
+    const VALUE: &str = "handed-secret-9c1e4a77f2";
+    let (_d, ws) = workspace();
+    require_bwrap();
+    let profile = read_only().with_secrets(Secrets::new(vec![(
+        "SPEAR_TEST_HANDED".into(),
+        VALUE.into(),
+    )]));
+    let r = runner(&ws);
+    let mut p = r
+        .start_long_lived(
+            &profile,
+            sh("while read -r what; do echo \"$SPEAR_TEST_HANDED\"; done"),
+        )
+        .await
+        .expect("a long-lived process starts");
+    let mut stdin = p.stdin.take().unwrap();
+    let mut out = BufReader::new(p.stdout.take().unwrap());
+    assert_eq!(ask(&mut stdin, &mut out, "x").await, format!("{VALUE}\n"));
+    // While it runs: no process's command line holds the value.
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            assert!(
+                !String::from_utf8_lossy(&cmd).contains(VALUE),
+                "{:?} carries the value on its command line",
+                e.path()
+            );
+        }
+    }
+    p.stop().await.unwrap();
+    // A command with the same profile is refused, not run with the value.
+    let req = spear::harness::command_runner::RunRequest {
+        command: "echo $SPEAR_TEST_HANDED".into(),
+        profile,
+        timeout: None,
+    };
+    let got = r.run(&req, &mut spear::harness::process::NullSink).await;
+    assert_ne!(
+        got.status,
+        spear::harness::primitives::ToolStatus::Ok,
+        "{got:?}"
+    );
+    assert!(!got.stdout.contains(VALUE));
+}

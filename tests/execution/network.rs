@@ -83,7 +83,11 @@ async fn the_test_only_host_loopback_option_proves_the_path_works() {
     let mut r = net_runner(&ws);
     r.allow_host_loopback_for_tests();
     let (listener, port) = loopback_server();
-    let res = run(&r, networked(), &connect_script(port)).await;
+    // The command stays a moment after its write: slirp4netns is stopped when the command
+    // ends, and bytes it had not yet forwarded to the host go with it (a loaded machine showed
+    // the connection arrive empty).
+    let script = format!("{}; sleep 1", connect_script(port));
+    let res = run(&r, networked(), &script).await;
     assert!(res.stdout.contains("connected-10.0.2.2"), "{res:?}");
     let mut s = accept_within(&listener, Duration::from_secs(5))
         .expect("no connection reached the loopback server");

@@ -73,7 +73,13 @@ pub const TABLE: &[Layer] = &[
             "spear::harness::command_policy::ExecutionProfile",
         ],
         within: Some("command_policy"),
-        may_use: &[("primitives", "a profile is the set of capabilities granted")],
+        may_use: &[
+            ("primitives", "a profile is the set of capabilities granted"),
+            (
+                "secrets",
+                "a profile may hand a long-lived process the person's variables (Secrets)",
+            ),
+        ],
         private: &[],
     },
     Layer {

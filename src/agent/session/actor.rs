@@ -475,19 +475,33 @@ impl<M: ChatModel + 'static> SessionActor<M> {
             Change::Network(on) => self.parts.network = on,
         }
         if let Some(mcp) = self.parts.router.host().mcp() {
-            let stopped = mcp.narrow(self.network_now());
-            if !stopped.is_empty() {
-                self.say(SessionEvent::Note(format!(
-                    "stopped MCP server{} {}: {} the network, which the session no longer grants",
-                    if stopped.len() == 1 { "" } else { "s" },
-                    stopped.join(", "),
-                    if stopped.len() == 1 {
-                        "it has"
-                    } else {
-                        "they have"
-                    }
-                )));
-            }
+            // Said now, so no server starts with the network from here on; the ones running
+            // are stopped (their deaths confirmed) off the actor, which must stay free for a
+            // cancel.
+            let now = self.network_now();
+            mcp.grant_network(now);
+            let router = self.parts.router.clone();
+            let events = self.events.clone();
+            tokio::task::spawn_blocking(move || {
+                let stopped = router
+                    .host()
+                    .mcp()
+                    .map(|m| m.narrow(now))
+                    .unwrap_or_default();
+                if !stopped.is_empty() {
+                    let _ = events.send(SessionEvent::Note(format!(
+                        "stopped MCP server{} {}: {} the network, which the session no longer \
+                         grants",
+                        if stopped.len() == 1 { "" } else { "s" },
+                        stopped.join(", "),
+                        if stopped.len() == 1 {
+                            "it has"
+                        } else {
+                            "they have"
+                        }
+                    )));
+                }
+            });
         }
         let from = match &self.task {
             Some(t) => {

@@ -165,18 +165,6 @@ impl AuditLogger {
 
     /// `record` with every known secret value replaced, in every text it carries.
     fn scrub(&self, record: AuditRecord) -> AuditRecord {
-        fn walk(v: &mut serde_json::Value, known: &crate::harness::secrets::KnownSecrets) {
-            match v {
-                serde_json::Value::String(s) => {
-                    if let std::borrow::Cow::Owned(r) = known.redact(s) {
-                        *s = r;
-                    }
-                }
-                serde_json::Value::Array(items) => items.iter_mut().for_each(|i| walk(i, known)),
-                serde_json::Value::Object(map) => map.values_mut().for_each(|i| walk(i, known)),
-                _ => {}
-            }
-        }
         if self.known.is_empty() {
             return record;
         }
@@ -193,7 +181,7 @@ impl AuditLogger {
         let Ok(mut value) = serde_json::to_value(&record) else {
             return withheld(record);
         };
-        walk(&mut value, &self.known);
+        self.known.redact_json(&mut value);
         serde_json::from_value(value).unwrap_or_else(|_| withheld(record))
     }
 

@@ -117,6 +117,8 @@ pub enum ToolSeen {
     FirstSeen,
     /// Not the version last let run (`previous` says which that was): the person was asked.
     Changed,
+    /// Not listed when its server was first seen: the person was asked.
+    New,
 }
 
 /// What a call was aimed at.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::{Serialize, Serializer};
 
 use crate::harness::primitives::{Capability, CapabilitySet};
+pub use crate::harness::secrets::Secrets;
 
 /// A capability the type names but Spear does not implement: it is always off, and no code can
 /// switch it on. It serialises as `false`.
@@ -21,41 +22,6 @@ impl NotImplemented {
 impl Serialize for NotImplemented {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_bool(false)
-    }
-}
-
-/// Environment variables, names and values, the person hands one long-lived process (an MCP
-/// server's `env`). No command gets any: the command path refuses a profile that carries
-/// them. A value is never printed: `Debug` names the variables, and the serialised profile
-/// says only whether there are any.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct Secrets(Vec<(String, String)>);
-
-impl Secrets {
-    pub fn new(pairs: Vec<(String, String)>) -> Self {
-        Secrets(pairs)
-    }
-
-    pub fn enabled(&self) -> bool {
-        !self.0.is_empty()
-    }
-
-    pub fn pairs(&self) -> &[(String, String)] {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for Secrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.0.iter().map(|(name, _)| name))
-            .finish()
-    }
-}
-
-impl Serialize for Secrets {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bool(self.enabled())
     }
 }
 

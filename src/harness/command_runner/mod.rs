@@ -364,6 +364,7 @@ impl CommandRunner {
             system: layout.system.clone(),
             masked: layout.masked.clone(),
             env: env::sandbox_env(&self.config.host_env, &self.home, &tmpdir, &host_read_paths),
+            secret_env: Default::default(),
             home: self.home.clone(),
             tmpdir,
             tmpfs: self.config.tmpfs,
@@ -756,12 +757,12 @@ impl CommandRunner {
         let mut spec = self.build_spec(profile, argv)?;
         // Granted no workspace, it sees none (a command always sees its own).
         spec.workspace_hidden = !profile.workspace_read;
-        // The variables the person handed this process, after the sandbox's own environment
+        // The variables the person handed this process, besides the sandbox's own environment
         // (which carries none of the host's secrets): theirs win.
-        for (name, value) in profile.secrets_allowed.pairs() {
+        for (name, _) in profile.secrets_allowed.pairs() {
             spec.env.retain(|(n, _)| n != name);
-            spec.env.push((name.clone(), value.clone()));
         }
+        spec.secret_env = profile.secrets_allowed.clone();
         let network = profile.network.then(|| LongLivedNetwork {
             allow_host_loopback: self.host_loopback_for_tests,
             network_allow: &self.config.network_allow,

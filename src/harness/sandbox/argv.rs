@@ -139,7 +139,11 @@ pub fn build_argv(spec: &SandboxSpec) -> Vec<OsString> {
     a.one("--userns-block-fd", spec.gate_fd.to_string());
     a.one("--block-fd", spec.gate_fd.to_string());
     a.one("--seccomp", spec.seccomp_fd.to_string());
-    a.flag("--clearenv");
+    // bwrap is spawned with an empty environment but for `secret_env`, which reaches the
+    // command only if bwrap's own environment is kept: then there is nothing else to clear.
+    if !spec.secret_env.enabled() {
+        a.flag("--clearenv");
+    }
     for (k, v) in &spec.env {
         a.two("--setenv", k, v);
     }
@@ -188,6 +192,7 @@ mod tests {
             covered_sockets: vec![],
             host_read_paths: vec![],
             env: vec![("HOME".into(), "/home/u".into())],
+            secret_env: Default::default(),
             network: SandboxNetwork::Closed,
             info_fd: 3,
             gate_fd: 4,

@@ -119,11 +119,12 @@ impl Running {
 
     /// Spawn `program argv` with the ledger entry's marker as `argv[0]`. `child_fds` are
     /// inherited by the child and closed here after the spawn (the child holds its own copies);
-    /// `stdin` is what it reads (default /dev/null).
+    /// `stdin` is what it reads (default /dev/null); `env` its whole environment.
     #[allow(clippy::too_many_arguments)]
     pub fn spawn(
         program: &Path,
         argv: &[OsString],
+        env: &[(String, String)],
         status_read: OwnedFd,
         child_fds: Vec<OwnedFd>,
         rlimits: &[(Resource, Rlimit)],
@@ -133,7 +134,13 @@ impl Running {
         stdin: Option<std::fs::File>,
     ) -> Result<Running, ProcessError> {
         let mut command = Command::new(program);
-        command.arg0(ledger.marker()).args(argv).env_clear();
+        // Only what the spec hands the command through bwrap's environment (its secrets): the
+        // rest of its environment is on bwrap's command line.
+        command
+            .arg0(ledger.marker())
+            .args(argv)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)));
         let raw: Vec<RawFd> = child_fds.iter().map(|f| f.as_raw_fd()).collect();
         let child = spawn_held(SpawnRequest {
             command,

@@ -493,6 +493,7 @@ impl BubblewrapSandbox {
         Ok(Running::spawn(
             &program,
             &argv,
+            spec.secret_env.pairs(),
             status_read,
             child_fds,
             &limits.rlimits,

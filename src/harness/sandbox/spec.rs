@@ -111,8 +111,11 @@ pub struct SandboxSpec {
     pub covered_sockets: Vec<PathBuf>,
     /// Vetted host paths bound read-only.
     pub host_read_paths: Vec<PathBuf>,
-    /// The complete environment of the command.
+    /// The complete environment of the command, but for `secret_env`.
     pub env: Vec<(String, String)>,
+    /// Variables the person handed a long-lived process: set through bwrap's own environment,
+    /// never on its command line (which every local user can read in /proc).
+    pub secret_env: crate::harness::secrets::Secrets,
     pub network: SandboxNetwork,
     /// The fd bwrap reports `child-pid` and the PID namespace on (`--info-fd`).
     pub info_fd: i32,

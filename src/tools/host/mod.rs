@@ -31,6 +31,7 @@ use crate::tools::executor::{CancelToken, CommandExecutor, ExecOutcome, OutputSi
 use crate::tools::host::command::HostCommand;
 use crate::tools::host::gates::GatedPath;
 use crate::tools::host::web::{WebPair, WebSettings};
+use crate::tools::refusal::{Gate, Refusal};
 use crate::tools::results::ResultStore;
 use crate::tools::working_state::{NOT_HASHED, Observed, WorkingState, content_hash};
 
@@ -54,6 +55,9 @@ pub struct HostConfig {
     pub rules: RuleBook,
     /// The person's hooks (none by default).
     pub hooks: crate::tools::hooks::Hooks,
+    /// Secret values Spear knows (its environment's, the workspace's `.env` files', those
+    /// handed to MCP servers): no call granted the network may carry one out.
+    pub known_secrets: crate::harness::secrets::KnownSecrets,
 }
 
 /// An external capability as `spear-capability` describes it.
@@ -126,6 +130,20 @@ impl SpearHost {
     /// The person's MCP servers, if any.
     pub fn mcp(&self) -> Option<&crate::tools::host::mcp::McpClients> {
         self.mcp.as_deref()
+    }
+
+    /// The refusal of a call that would carry a known secret out (`text` is what it would
+    /// send: a command line granted the network, a URL, a query), naming the variables, never
+    /// their values; `None` when it carries none.
+    pub fn secret_out(&self, text: &str) -> Option<Refusal> {
+        let found = self.config.known_secrets.names_in(text);
+        (!found.is_empty()).then(|| {
+            Refusal::new(
+                Gate::SecretGuard,
+                "secret_out",
+                ToolResult::denied(secret_out_reason(&found)),
+            )
+        })
     }
 
     pub fn command_policy(&self) -> &CommandPolicy {
@@ -447,4 +465,14 @@ impl SpearHost {
             ),
         }
     }
+}
+
+/// Why a call carrying `found` out is refused (or, for the person's own command, asked).
+pub fn secret_out_reason(found: &[String]) -> String {
+    format!(
+        "it would carry the value of {} over the network; Spear does not let a known secret \
+         out. Leave the value out (let the program read it from its own configuration), or \
+         run it yourself",
+        found.join(", ")
+    )
 }

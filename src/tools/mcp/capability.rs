@@ -153,6 +153,18 @@ impl Action for McpCall {
         let (ask, seen, previous) = match seen {
             Seen::Same => (None, None, None),
             Seen::First => (None, Some(ToolSeen::FirstSeen), None),
+            Seen::New => (
+                Some(format!(
+                    "`{}.{}` is a tool its server did not list when Spear first saw it, so no \
+                     rule, grant or config entry answers for it until you let it run; its \
+                     description: {}",
+                    self.server,
+                    self.tool,
+                    crate::tools::host::mcp::quoted(&info.description, 600)
+                )),
+                Some(ToolSeen::New),
+                None,
+            ),
             Seen::Changed { kept } => (
                 Some(format!(
                     "`{}.{}` changed since it last ran: its description or arguments are not \
@@ -163,13 +175,14 @@ impl Action for McpCall {
                     self.tool,
                     short(&kept),
                     short(&info.hash),
-                    crate::harness::audit::display::escape_controls(&info.description)
+                    crate::tools::host::mcp::quoted(&info.description, 600)
                 )),
                 Some(ToolSeen::Changed),
                 Some(kept),
             ),
         };
-        self.confirmed = Some((info.hash.clone(), seen == Some(ToolSeen::Changed)));
+        let keep = matches!(seen, Some(ToolSeen::Changed | ToolSeen::New));
+        self.confirmed = Some((info.hash.clone(), keep));
         Ok(Confirmation {
             ask,
             // A server sees the workspace read-only or not at all, or runs elsewhere.
@@ -206,10 +219,9 @@ impl Action for McpCall {
         }
         match mcp.call(&self.server, &self.tool, hash, self.arguments) {
             Ok(result) => {
-                let (text, is_error) = crate::tools::host::mcp::client::result_text(&result);
                 // The values the person handed a server never reach the model, the screen or
                 // the ResultStore, whatever a server answers.
-                let text = mcp.redact(&text);
+                let (text, is_error) = mcp.result_text(&result);
                 if is_error {
                     let mut r = ToolResult::failed(format!(
                         "`{}.{}` answered with an error",

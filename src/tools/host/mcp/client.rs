@@ -99,6 +99,11 @@ pub struct McpClients {
     on_failure: Mutex<Option<FailureSink>>,
     /// The values of the variables the servers are handed, as Spear's environment has them.
     known: KnownSecrets,
+    /// Held while a server starts: one start at a time.
+    starting: Mutex<()>,
+    /// What the session last said of the network (`grant_network`); each call's own switch is
+    /// checked besides.
+    network_granted: std::sync::atomic::AtomicBool,
 }
 
 /// Ends every server, and confirms its processes died (killed through their pidfds), before the
@@ -164,12 +169,19 @@ impl McpClients {
             pins: ToolPins::open_in(state_dir),
             on_failure: Mutex::new(None),
             known,
+            starting: Mutex::new(()),
+            network_granted: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
     /// The values handed to servers, for whoever records or shows text (the audit log).
     pub fn known_secrets(&self) -> &KnownSecrets {
         &self.known
+    }
+
+    /// `result_text` without any value handed to a server.
+    pub fn result_text(&self, result: &CallToolResult) -> (String, bool) {
+        result_text(result, &self.known)
     }
 
     /// `text` without any value handed to a server.
@@ -229,9 +241,22 @@ impl McpClients {
         self.tools(name, network_now)
     }
 
+    /// Say whether the session grants the network now: from this moment no server that needs
+    /// it starts without it (a start under way is stopped when it completes).
+    pub fn grant_network(&self, granted: bool) {
+        self.network_granted
+            .store(granted, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn network_granted(&self) -> bool {
+        self.network_granted
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Stop the running servers that need the network, when the session no longer grants it
     /// (`/network off`, a switch to SAFE). Their names.
     pub fn narrow(&self, network_now: bool) -> Vec<String> {
+        self.grant_network(network_now);
         if network_now {
             return Vec::new();
         }
@@ -270,54 +295,84 @@ impl McpClients {
         let cfg = self
             .server(name)
             .ok_or_else(|| format!("no MCP server named `{name}` is configured"))?;
-        if cfg.network && !network_now {
-            self.end(name);
-            return Err(format!(
+        let refused = || {
+            format!(
                 "server `{name}` has the network, which this session does not grant now (the \
                  network is off or the mode is SAFE; the person turns it on with /network on \
                  or --network): it is not started"
-            ));
+            )
+        };
+        if cfg.network && !(network_now && self.network_granted()) {
+            self.end(name);
+            return Err(refused());
         }
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        if !live.contains_key(name) {
-            match self.start(cfg) {
-                Ok(started) => {
-                    live.insert(name.to_string(), started);
-                    self.failures
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(name);
-                }
-                Err(why) => {
-                    drop(live);
-                    let why = self.redact(&why);
-                    self.failed(name, &why);
-                    return Err(why);
-                }
+        let running = || {
+            self.live
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(name)
+                .map(|l| l.tools.clone())
+        };
+        if let Some(tools) = running() {
+            return Ok(tools);
+        }
+        // One start at a time, without holding `live`: `/mcp` and a narrowing never wait on
+        // a server that is slow to start.
+        let _one = self.starting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(tools) = running() {
+            return Ok(tools);
+        }
+        let started = match self.start(cfg) {
+            Ok(started) => started,
+            Err(why) => {
+                let why = self.redact(&why);
+                self.failed(name, &why);
+                return Err(why);
             }
+        };
+        // The session may have taken the network away while it started.
+        if cfg.network && !self.network_granted() {
+            if let Ok(rt) = self.runtime() {
+                stop_confirmed(rt, vec![started]);
+            }
+            return Err(refused());
         }
-        Ok(live.get(name).map(|l| l.tools.clone()).unwrap_or_default())
+        let tools = started.tools.clone();
+        self.live
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(name.to_string(), started);
+        self.failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        Ok(tools)
     }
 
     /// Tool `tool` of server `server` as it is now (starting the server), and how it compares
-    /// with the version last let run (a tool never seen is pinned as it is).
+    /// with the version last let run (a server never seen has all its tools pinned as they are).
     pub fn confirm(
         &self,
         server: &str,
         tool: &str,
         network_now: bool,
     ) -> Result<(ToolInfo, Seen), String> {
-        let found = self
-            .tools(server, network_now)?
-            .into_iter()
+        let listed = self.tools(server, network_now)?;
+        let found = listed
+            .iter()
             .find(|t| t.name == tool)
+            .cloned()
             .ok_or_else(|| {
                 format!(
                     "server `{server}` has no tool `{tool}` (`spear-capability list` shows its \
                      tools)"
                 )
             })?;
-        let seen = self.pins.check(server, tool, &found.hash)?;
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|t| (t.name.as_str(), t.hash.as_str()))
+            .collect();
+        let seen = self.pins.check(server, &pairs, tool)?;
         Ok((found, seen))
     }
 
@@ -480,7 +535,7 @@ impl McpClients {
             Ok(Live {
                 service,
                 oversized,
-                tools: shown_tools(&cfg, &known, tools),
+                tools: shown_tools(&cfg, &known, tools)?,
                 _process: Some(process),
                 log,
             })
@@ -592,7 +647,7 @@ impl McpClients {
             Ok(Live {
                 service,
                 oversized: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-                tools: shown_tools(&cfg, &known, tools),
+                tools: shown_tools(&cfg, &known, tools)?,
                 _process: None,
                 log: None,
             })
@@ -644,15 +699,30 @@ where
 }
 
 /// The tools as listed: hashed as the server gave them, shown without any value handed to it.
-fn shown_tools(cfg: &McpServerConfig, known: &KnownSecrets, tools: Vec<Tool>) -> Vec<ToolInfo> {
-    tools
+/// A server that lists one name twice is refused (which of the two a call reaches, and which
+/// was pinned, could not be told).
+fn shown_tools(
+    cfg: &McpServerConfig,
+    known: &KnownSecrets,
+    tools: Vec<Tool>,
+) -> Result<Vec<ToolInfo>, String> {
+    let mut names = std::collections::BTreeSet::new();
+    if let Some(t) = tools.iter().find(|t| !names.insert(t.name.to_string())) {
+        return Err(format!(
+            "server `{}` lists a tool named `{}` twice, so it is not used",
+            cfg.name,
+            crate::harness::audit::display::escape_controls(&t.name)
+        ));
+    }
+    Ok(tools
         .into_iter()
         .map(|t| {
             let mut i = info(cfg, t);
             i.description = known.redact(&i.description).into_owned();
+            known.redact_json(&mut i.input_schema);
             i
         })
-        .collect()
+        .collect())
 }
 
 /// `text` on one line (a server's stderr tail included), at most 400 characters.
@@ -693,6 +763,13 @@ fn info(cfg: &McpServerConfig, t: Tool) -> ToolInfo {
 }
 
 fn stderr_suffix(tail: &str) -> String {
+    // A tail cut at the front may begin inside a line (inside a value that is redacted only
+    // whole): that partial line is left out.
+    let tail = if tail.len() >= STDERR_KEPT {
+        tail.split_once('\n').map_or("", |(_, rest)| rest)
+    } else {
+        tail
+    };
     let tail = tail.trim();
     if tail.is_empty() {
         String::new()
@@ -703,8 +780,9 @@ fn stderr_suffix(tail: &str) -> String {
 }
 
 /// A call's result as text for the model: its text content (what is not text is named, not
-/// shown), at most `RESULT_TEXT_CAP` bytes, and whether the server said it failed.
-pub fn result_text(result: &CallToolResult) -> (String, bool) {
+/// shown) without any of `known`'s values, at most `RESULT_TEXT_CAP` bytes, and whether the
+/// server said it failed.
+pub fn result_text(result: &CallToolResult, known: &KnownSecrets) -> (String, bool) {
     let mut text = String::new();
     for block in &result.content {
         match block {
@@ -713,6 +791,8 @@ pub fn result_text(result: &CallToolResult) -> (String, bool) {
         }
         text.push('\n');
     }
+    // Redacted whole before it is cut: a value across the cut would be shown in part.
+    let mut text = known.redact(&text).into_owned();
     if text.len() > RESULT_TEXT_CAP {
         let mut cut = RESULT_TEXT_CAP;
         while !text.is_char_boundary(cut) {

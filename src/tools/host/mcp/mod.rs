@@ -125,7 +125,7 @@ fn changed_note(mcp: &McpClients, t: &client::ToolInfo) -> &'static str {
 }
 
 /// `text` as one quoted line of at most `max` characters, control characters escaped.
-fn quoted(text: &str, max: usize) -> String {
+pub fn quoted(text: &str, max: usize) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut shown: String = one_line.chars().take(max).collect();
     if one_line.chars().count() > max {

@@ -18,23 +18,61 @@ use crate::harness::rules::trust::sha256_hex;
 /// description and input schema as canonical JSON (keys sorted, so the server's key order does
 /// not matter; every other difference does).
 pub fn fingerprint(name: &str, description: &str, input_schema: &serde_json::Value) -> String {
-    let canonical = serde_json::json!({
-        "name": name,
-        "description": description,
-        "input_schema": input_schema,
-    });
-    sha256_hex(canonical.to_string().as_bytes())
+    let mut text = String::new();
+    canonical(
+        &serde_json::json!({
+            "name": name,
+            "description": description,
+            "input_schema": input_schema,
+        }),
+        &mut text,
+    );
+    sha256_hex(text.as_bytes())
+}
+
+/// `v` as JSON with every object's keys sorted, whatever order the map keeps them in (a
+/// dependency turning on serde_json's `preserve_order` must not make every tool look changed).
+fn canonical(v: &serde_json::Value, out: &mut String) {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 /// How a tool compares with what was kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
-    /// Never seen: it is pinned now.
+    /// Its server was never seen: every tool it lists is pinned now, as it is.
     First,
     /// As kept.
     Same,
     /// Not as kept: the kept hash.
     Changed { kept: String },
+    /// Not listed when its server was first seen: asked about like a change.
+    New,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -84,23 +122,54 @@ impl ToolPins {
             .map_err(err)
     }
 
-    /// Compare `server.tool`'s `hash` with what was kept; a tool never seen is kept now.
-    pub fn check(&self, server: &str, tool: &str, hash: &str) -> Result<Seen, String> {
-        let key = format!("{server}.{tool}");
+    /// Compare `server`'s `tool` with what was kept. A server never seen has every tool of
+    /// `listed` (name, hash) kept now.
+    pub fn check(&self, server: &str, listed: &[(&str, &str)], tool: &str) -> Result<Seen, String> {
+        let _lock = self.lock()?;
         let mut shape = self.read()?;
-        match shape.tools.get(&key) {
-            Some(kept) if kept == hash => Ok(Seen::Same),
-            Some(kept) => Ok(Seen::Changed { kept: kept.clone() }),
-            None => {
-                shape.tools.insert(key, hash.to_string());
-                self.write(&shape)?;
-                Ok(Seen::First)
+        let prefix = format!("{server}.");
+        if !shape.tools.keys().any(|k| k.starts_with(&prefix)) {
+            for (name, hash) in listed {
+                shape
+                    .tools
+                    .insert(format!("{server}.{name}"), hash.to_string());
             }
+            self.write(&shape)?;
+            return Ok(Seen::First);
         }
+        let now = listed.iter().find(|(n, _)| *n == tool).map(|(_, h)| *h);
+        Ok(match (shape.tools.get(&format!("{server}.{tool}")), now) {
+            (Some(kept), Some(h)) if kept == h => Seen::Same,
+            (Some(kept), _) => Seen::Changed { kept: kept.clone() },
+            (None, _) => Seen::New,
+        })
+    }
+
+    /// An exclusive lock on the record for one read-modify-write: two Spears never lose each
+    /// other's entries.
+    fn lock(&self) -> Result<std::fs::File, String> {
+        let path = self.path.with_extension("lock");
+        if let Some(dir) = path.parent() {
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{} cannot be opened: {e}", path.display()))?;
+        f.lock()
+            .map_err(|e| format!("{} cannot be locked: {e}", path.display()))?;
+        Ok(f)
     }
 
     /// Keep `hash` as `server.tool`'s approved version.
     pub fn keep(&self, server: &str, tool: &str, hash: &str) -> Result<(), String> {
+        let _lock = self.lock()?;
         let mut shape = self.read()?;
         shape
             .tools
@@ -138,28 +207,50 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_is_pinned_when_first_seen_and_a_change_is_reported_until_kept() {
+    fn a_server_is_pinned_when_first_seen_and_a_change_or_a_new_tool_is_reported_until_kept() {
         let state = tempfile::tempdir().unwrap();
         let pins = ToolPins::open_in(state.path());
         assert_eq!(pins.kept("docs", "search").unwrap(), None);
-        assert_eq!(pins.check("docs", "search", "h1").unwrap(), Seen::First);
-        assert_eq!(pins.check("docs", "search", "h1").unwrap(), Seen::Same);
+        let first = [("search", "h1"), ("get", "g1")];
+        assert_eq!(pins.check("docs", &first, "search").unwrap(), Seen::First);
+        // Every tool listed then was kept.
+        assert_eq!(pins.check("docs", &first, "get").unwrap(), Seen::Same);
+        assert_eq!(pins.check("docs", &first, "search").unwrap(), Seen::Same);
+        let changed = [("search", "h2"), ("get", "g1"), ("wipe", "w1")];
         assert_eq!(
-            pins.check("docs", "search", "h2").unwrap(),
+            pins.check("docs", &changed, "search").unwrap(),
             Seen::Changed { kept: "h1".into() }
         );
         // Still changed until the person lets the new one run.
         assert_eq!(
-            pins.check("docs", "search", "h2").unwrap(),
+            pins.check("docs", &changed, "search").unwrap(),
             Seen::Changed { kept: "h1".into() }
         );
+        // A tool that appeared later is not taken on trust.
+        assert_eq!(pins.check("docs", &changed, "wipe").unwrap(), Seen::New);
         pins.keep("docs", "search", "h2").unwrap();
-        assert_eq!(pins.check("docs", "search", "h2").unwrap(), Seen::Same);
-        // Another tool of the same server is its own.
-        assert_eq!(pins.check("docs", "get", "h1").unwrap(), Seen::First);
+        pins.keep("docs", "wipe", "w1").unwrap();
+        assert_eq!(pins.check("docs", &changed, "search").unwrap(), Seen::Same);
+        assert_eq!(pins.check("docs", &changed, "wipe").unwrap(), Seen::Same);
+        // Another server is its own.
+        assert_eq!(pins.check("other", &first, "get").unwrap(), Seen::First);
         // A second store over the same state sees the same record.
         let again = ToolPins::open_in(state.path());
         assert_eq!(again.kept("docs", "search").unwrap(), Some("h2".into()));
+    }
+
+    #[test]
+    fn the_fingerprint_does_not_depend_on_the_order_a_map_keeps() {
+        let mut a = serde_json::Map::new();
+        a.insert("type".into(), serde_json::json!("object"));
+        a.insert("b".into(), serde_json::json!(1));
+        let mut b = serde_json::Map::new();
+        b.insert("b".into(), serde_json::json!(1));
+        b.insert("type".into(), serde_json::json!("object"));
+        assert_eq!(
+            fingerprint("t", "d", &serde_json::Value::Object(a)),
+            fingerprint("t", "d", &serde_json::Value::Object(b))
+        );
     }
 
     #[test]
@@ -168,7 +259,9 @@ mod tests {
         let pins = ToolPins::open_in(state.path());
         std::fs::create_dir_all(state.path().join("spear")).unwrap();
         std::fs::write(pins.path(), "tools = 3\n").unwrap();
-        let e = pins.check("docs", "search", "h1").unwrap_err();
+        let e = pins
+            .check("docs", &[("search", "h1")], "search")
+            .unwrap_err();
         assert!(e.contains("move it aside"), "{e}");
     }
 }
