@@ -27,6 +27,8 @@ mod prompt;
 mod refusals;
 #[path = "agent_loop/run_cli.rs"]
 mod run_cli;
+#[path = "agent_loop/secret_guard.rs"]
+mod secret_guard;
 #[path = "support/mod.rs"]
 mod server;
 #[path = "agent_loop/session_actor.rs"]

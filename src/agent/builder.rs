@@ -23,6 +23,7 @@ use crate::harness::command_policy::{CommandPolicy, ExecutionProfile, PolicyConf
 use crate::harness::command_runner::{CommandRunner, HeldFileCheck, ProtectedScan, RunnerConfig};
 use crate::harness::primitives::ExecutionMode;
 use crate::harness::rules::RuleBook;
+use crate::harness::secrets::{KnownSecrets, dotenv_values, secret_variables};
 use crate::harness::target_policy::TargetPolicy;
 use crate::harness::workspace::{Workspace, WorkspaceError};
 use crate::tools::checkpoints::SessionCheckpoints;
@@ -386,6 +387,51 @@ impl SessionBuilder {
         )]
     }
 
+    /// The secret values Spear knows at the session's start: the secret-looking variables of
+    /// its environment (provider keys among them) and the values of the workspace's `.env`
+    /// files (`.env`, `.env.*` at its root: regular files of at most 1 MiB, never followed
+    /// through a link).
+    pub fn known_secrets(&self) -> KnownSecrets {
+        let mut known = KnownSecrets::default().with(
+            "Spear's environment",
+            secret_variables(
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            ),
+        );
+        let Ok(entries) = std::fs::read_dir(&self.place.root) else {
+            return known;
+        };
+        let mut files: Vec<(String, std::path::PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                (name == ".env" || name.starts_with(".env.")).then(|| (name, e.path()))
+            })
+            .collect();
+        files.sort();
+        for (name, path) in files {
+            use std::io::Read;
+            use std::os::unix::fs::OpenOptionsExt;
+            // Not through a link, and never waiting on a FIFO: the file is checked as opened.
+            let Ok(mut f) = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&path)
+            else {
+                continue;
+            };
+            let regular = f
+                .metadata()
+                .is_ok_and(|m| m.file_type().is_file() && m.len() <= 1 << 20);
+            let mut text = String::new();
+            if regular && f.read_to_string(&mut text).is_ok() {
+                known = known.with(&format!("the workspace's {name}"), dotenv_values(&text));
+            }
+        }
+        known
+    }
+
     /// The host under the tools: the workspace, both policies, the sandboxed executor and the
     /// ResultStore.
     pub fn host(&self) -> Result<SpearHost, BuildError> {
@@ -404,6 +450,10 @@ impl SessionBuilder {
             )),
             _ => None,
         };
+        let mut known = self.known_secrets();
+        if let Some(m) = &mcp {
+            known = known.merged(m.known_secrets());
+        }
         let host = SpearHost::new(
             self.place.workspace.clone(),
             TargetPolicy::default(),
@@ -420,6 +470,7 @@ impl SessionBuilder {
                 web: self.harness.web.clone(),
                 rules: self.rules()?,
                 hooks: self.checked_hooks()?,
+                known_secrets: known,
                 ..HostConfig::default()
             },
         );
@@ -440,11 +491,11 @@ impl SessionBuilder {
         // Registered always, offered by the exposure policy only on the normative surface and
         // only with the web enabled; the coding core reaches them through `spear-capability`.
         crate::tools::web::register(&mut registry)?;
-        // No record carries a value handed to an MCP server.
-        let known = host.mcp().map(|m| m.known_secrets().clone());
+        // No record carries a secret value Spear knows (one handed to an MCP server, one of
+        // its environment's, one of the workspace's `.env` files).
         let audit = Arc::new(
             open_audit(&self.place.state, &self.place.root)?
-                .with_known_secrets(known.unwrap_or_default()),
+                .with_known_secrets(host.config().known_secrets.clone()),
         );
         let mut router = ToolRouter::new(registry, host.clone())
             .with_observer(Arc::new(

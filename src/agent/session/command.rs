@@ -26,6 +26,7 @@ pub(super) fn run_command(
     turn.network = switches.network;
     turn.cancel = task.cancel_token();
     turn.output_tap = Some(Arc::new(EventTap(sink.clone())));
+    turn.by_person = true;
     let call = ToolCall {
         id: call_id.clone(),
         name: "terminal".into(),

@@ -120,6 +120,8 @@ impl LongLived {
         let log = StderrLog {
             kept: Arc::default(),
             cap,
+            ended: Arc::new(tokio::sync::Notify::new()),
+            done: Arc::default(),
         };
         let writer = log.clone();
         tokio::spawn(async move {
@@ -131,6 +133,8 @@ impl LongLived {
                 }
                 writer.push(&buf[..n]);
             }
+            writer.done.store(true, Ordering::SeqCst);
+            writer.ended.notify_waiters();
         });
         Some(log)
     }
@@ -162,9 +166,22 @@ pub struct StderrLog {
     /// The bytes kept and how many were dropped before them.
     kept: Arc<std::sync::Mutex<(std::collections::VecDeque<u8>, u64)>>,
     cap: usize,
+    /// Told when the stream ended (every byte the process wrote is kept).
+    ended: Arc<tokio::sync::Notify>,
+    done: Arc<AtomicBool>,
 }
 
 impl StderrLog {
+    /// Wait, at most `limit`, until the stream has ended: after the process died, what it
+    /// wrote last (why it failed) is then kept.
+    pub async fn settled(&self, limit: Duration) {
+        let ended = self.ended.notified();
+        if self.done.load(Ordering::SeqCst) {
+            return;
+        }
+        let _ = tokio::time::timeout(limit, ended).await;
+    }
+
     fn push(&self, bytes: &[u8]) {
         let Ok(mut k) = self.kept.lock() else {
             return;

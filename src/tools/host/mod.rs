@@ -136,7 +136,7 @@ impl SpearHost {
     /// send: a command line granted the network, a URL, a query), naming the variables, never
     /// their values; `None` when it carries none.
     pub fn secret_out(&self, text: &str) -> Option<Refusal> {
-        let found = self.config.known_secrets.names_in(text);
+        let found = self.secrets_in(text);
         (!found.is_empty()).then(|| {
             Refusal::new(
                 Gate::SecretGuard,
@@ -144,6 +144,11 @@ impl SpearHost {
                 ToolResult::denied(secret_out_reason(&found)),
             )
         })
+    }
+
+    /// The known secrets whose values `text` carries, by name and origin.
+    pub fn secrets_in(&self, text: &str) -> Vec<String> {
+        self.config.known_secrets.names_in(text)
     }
 
     pub fn command_policy(&self) -> &CommandPolicy {
@@ -467,12 +472,12 @@ impl SpearHost {
     }
 }
 
-/// Why a call carrying `found` out is refused (or, for the person's own command, asked).
-pub fn secret_out_reason(found: &[String]) -> String {
+/// Why a call carrying `found` out is refused.
+fn secret_out_reason(found: &[String]) -> String {
     format!(
-        "it would carry the value of {} over the network; Spear does not let a known secret \
-         out. Leave the value out (let the program read it from its own configuration), or \
-         run it yourself",
+        "refused: this would carry the value of {} over the network, and Spear lets no known \
+         secret out. Leave the value out (let the program read it from its own \
+         configuration), or ask the person to run the command themselves (!COMMAND)",
         found.join(", ")
     )
 }

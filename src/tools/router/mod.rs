@@ -360,6 +360,24 @@ impl ToolRouter {
             Err(result) => return Ok((result.into(), Decision::Allowed)),
         };
         trace.mcp_tool = confirmation.mcp_tool;
+        // A call granted the network carries no known secret out: the model's is refused, the
+        // person's own command asked about.
+        if let Some(a) = plan.command.as_ref().filter(|a| a.network)
+            && let Some(refusal) = host.secret_out(&a.command)
+        {
+            if !turn.by_person {
+                return Err(refusal);
+            }
+            let why = format!(
+                "this command would carry the value of {} over the network (the model is \
+                 refused that; you may run it)",
+                host.secrets_in(&a.command).join(", ")
+            );
+            trace.ask_reason = Some(match trace.ask_reason.take() {
+                Some(other) => format!("{other}; {why}"),
+                None => why,
+            });
+        }
         let leaves_workspace = confirmation.leaves_workspace;
         if let Some(why) = confirmation.ask {
             trace.ask_reason = Some(match trace.ask_reason.take() {

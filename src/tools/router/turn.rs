@@ -77,6 +77,9 @@ pub struct Turn {
     pub cancel: CancelToken,
     /// Sees command output as it arrives (the agent's `output_chunk` events).
     pub output_tap: Option<Arc<dyn OutputTap>>,
+    /// The person's own command (`!COMMAND`), not the model's: what the model would be refused
+    /// for carrying a known secret out, the person is asked about.
+    pub by_person: bool,
     refusals: HashMap<RefusalKey, u32>,
     sandbox_down: Option<String>,
     stopped: Option<String>,
@@ -95,6 +98,7 @@ impl Turn {
             command_timeout: None,
             cancel: CancelToken::new(),
             output_tap: None,
+            by_person: false,
             refusals: HashMap::new(),
             sandbox_down: None,
             stopped: None,

@@ -55,6 +55,10 @@ fn run_plan(
             ),
         ));
     }
+    // What the web pair would send out: no known secret goes with it.
+    if let Some(refusal) = host.secret_out(source) {
+        return Err(refusal);
+    }
     let (positional, options) = split_options(rest)?;
     match name.as_str() {
         "fetch_url" => {

@@ -107,8 +107,13 @@ fn save_assessment(described: &str, url: &str, path: &str) -> CommandAssessment 
 pub struct FetchUrl;
 
 impl ToolHandler for FetchUrl {
-    fn plan(&self, args: &Value, _host: &SpearHost) -> Result<Plan, Refusal> {
-        Ok(FetchRequest::from_args(args)?.plan())
+    fn plan(&self, args: &Value, host: &SpearHost) -> Result<Plan, Refusal> {
+        let req = FetchRequest::from_args(args)?;
+        // The URL goes out (its query, its path): no known secret goes with it.
+        if let Some(refusal) = host.secret_out(&req.url) {
+            return Err(refusal);
+        }
+        Ok(req.plan())
     }
 }
 

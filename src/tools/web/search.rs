@@ -16,12 +16,16 @@ pub const MAX_RESULTS: u64 = 20;
 pub struct SearchInternet;
 
 impl ToolHandler for SearchInternet {
-    fn plan(&self, args: &Value, _host: &SpearHost) -> Result<Plan, Refusal> {
+    fn plan(&self, args: &Value, host: &SpearHost) -> Result<Plan, Refusal> {
         let query = args["query"]
             .as_str()
             .unwrap_or_default()
             .trim()
             .to_string();
+        // The query goes to a search service: no known secret goes with it.
+        if let Some(refusal) = host.secret_out(&query) {
+            return Err(refusal);
+        }
         let max = args
             .get("max_results")
             .and_then(Value::as_u64)

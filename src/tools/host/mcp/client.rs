@@ -523,7 +523,6 @@ impl McpClients {
             let (Some(stdout), Some(stdin)) = (process.stdout.take(), process.stdin.take()) else {
                 return Err(format!("server `{name}` has no stdin or stdout"));
             };
-            let tail = || stderr_suffix(&log.as_ref().map(StderrLog::text).unwrap_or_default());
             // One message at most MESSAGE_LIMIT: past it the stream ends (rmcp's own bound, set
             // above ours, never drops one silently).
             let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
@@ -531,7 +530,18 @@ impl McpClients {
                 stdin,
             )
             .with_max_line_length(MESSAGE_LIMIT + 1);
-            let (service, tools) = handshake(transport, &name, tail).await?;
+            let (service, tools) = match handshake(transport, &name).await {
+                Ok(started) => started,
+                Err(why) => {
+                    // Why it failed is what it wrote last: ended, its stderr is whole.
+                    let _ = process.stop().await;
+                    if let Some(l) = &log {
+                        l.settled(Duration::from_millis(500)).await;
+                    }
+                    let tail = log.as_ref().map(StderrLog::text).unwrap_or_default();
+                    return Err(format!("{why}{}", stderr_suffix(&tail)));
+                }
+            };
             Ok(Live {
                 service,
                 oversized,
@@ -635,15 +645,13 @@ impl McpClients {
                 rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
             // rmcp keeps only the words of a transport's error: a refused redirect is said
             // from what the policy recorded.
-            let said = || {
-                said_refusal
-                    .lock()
-                    .ok()
-                    .and_then(|r| r.clone())
-                    .map(|why| format!("; {why}"))
-                    .unwrap_or_default()
-            };
-            let (service, tools) = handshake(transport, &name, said).await?;
+            let (service, tools) = handshake(transport, &name).await.map_err(|why| {
+                let refused = said_refusal.lock().ok().and_then(|r| r.clone());
+                match refused {
+                    Some(r) => format!("{why}; {r}"),
+                    None => why,
+                }
+            })?;
             Ok(Live {
                 service,
                 oversized: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -656,12 +664,10 @@ impl McpClients {
     }
 }
 
-/// `initialize`, then `tools/list`, each within `START_WAIT`; `tail` says the end of the
-/// server's stderr, when there is one.
+/// `initialize`, then `tools/list`, each within `START_WAIT`.
 async fn handshake<T, E, A>(
     transport: T,
     name: &str,
-    tail: impl Fn() -> String,
 ) -> Result<(RunningService<RoleClient, ()>, Vec<Tool>), String>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
@@ -671,25 +677,22 @@ where
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             return Err(format!(
-                "server `{name}` did not start an MCP session ({}){}",
+                "server `{name}` did not start an MCP session ({})",
                 crate::tools::host::web::http::error_chain(&e),
-                tail()
             ));
         }
         Err(_) => {
             return Err(format!(
-                "server `{name}` did not answer within {} s{}",
+                "server `{name}` did not answer within {} s",
                 START_WAIT.as_secs(),
-                tail()
             ));
         }
     };
     match tokio::time::timeout(START_WAIT, service.list_all_tools()).await {
         Ok(Ok(t)) => Ok((service, t)),
         Ok(Err(e)) => Err(format!(
-            "server `{name}` did not list its tools ({}){}",
+            "server `{name}` did not list its tools ({})",
             crate::tools::host::web::http::error_chain(&e),
-            tail()
         )),
         Err(_) => Err(format!(
             "server `{name}` did not list its tools within {} s",
