@@ -146,7 +146,13 @@ impl Routed {
     fn direct(&self, hash: &str) {
         let r = self
             .mcp()
-            .call(SERVER, "echo", hash, echo_args())
+            .call(
+                SERVER,
+                "echo",
+                hash,
+                echo_args(),
+                &spear::harness::process::CancelToken::new(),
+            )
             .expect("direct call");
         assert_ne!(r.is_error, Some(true), "{r:?}");
     }

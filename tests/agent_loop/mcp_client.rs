@@ -297,6 +297,16 @@ fn a_slow_call_is_abandoned_and_a_flood_is_cut() {
     assert!(text(&huge).contains("a message over 64 MiB"), "{huge}");
     let after = e.terminal("auto", &call("echo", json!({"text": "still serving"})), &[]);
     assert!(text(&after).contains("still serving"), "{after}");
+    // Malformed JSON-RPC from the server (not JSON, not a message, an answer to no request,
+    // not UTF-8) is passed over: the call gets its answer, and the server serves on.
+    let garbled = e.terminal("auto", &call("garble", json!({"text": "x"})), &[]);
+    assert_eq!(status(&garbled), "ok", "{garbled}");
+    assert!(
+        text(&garbled).contains("answered after the garbage"),
+        "{garbled}"
+    );
+    let still = e.terminal("auto", &call("echo", json!({"text": "serving on"})), &[]);
+    assert!(text(&still).contains("serving on"), "{still}");
 }
 
 #[test]

@@ -973,3 +973,48 @@ async fn a_known_secret_going_out_is_refused_to_the_model_and_asked_of_the_perso
         "the value reached the audit log"
     );
 }
+
+/// A cancel (Esc) ends an MCP call at once, as it ends a command: the turn does not wait for
+/// the server's answer or the call's timeout, and the server serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_ends_a_running_mcp_call_at_once() {
+    let f = Fixture::new();
+    let harness = spear::config::HarnessSettings {
+        mcp_servers: vec![mcp_server("plain", false, "")],
+        ..spear::config::HarnessSettings::default()
+    };
+    let slow = serde_json::json!({
+        "command": "spear-capability call plain.sleep '{\"seconds\": 60}'",
+    });
+    let model = ScriptedModel::new(vec![
+        calls(&[("slow", "terminal", &slow.to_string())]),
+        text("stopped"),
+    ]);
+    let (handle, streams, _join) = f
+        .session_with(model, ExecutionMode::Auto, false, harness)
+        .spawn();
+    let mut live = Live {
+        handle,
+        streams,
+        agent: Vec::new(),
+    };
+    live.op(SessionOp::Submit("go".into()));
+    live.until(
+        "the call's start",
+        |e| matches!(e, AgentEvent::ToolCallStarted { call_id, .. } if call_id == "slow"),
+    )
+    .await;
+    live.op(SessionOp::Cancel);
+    let ended = live.finished("slow").await;
+    // Not the call's timeout (10 s, a failure): the cancel's own end.
+    assert_eq!(ended.status, ToolStatus::Cancelled, "{:?}", ended.reason);
+    assert!(
+        ended
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.contains("`plain.sleep` was cancelled")),
+        "{:?}",
+        ended.reason
+    );
+    assert_eq!(live.done().await, StopReason::Cancelled);
+}

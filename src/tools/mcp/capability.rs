@@ -13,6 +13,7 @@ use crate::harness::primitives::ToolResult;
 use crate::tools::handler::{Action, ActionOutcome, Confirmation, Plan, RunContext};
 use crate::tools::host::SpearHost;
 use crate::tools::host::command::HostCommand;
+use crate::tools::host::mcp::client::CallEnd;
 use crate::tools::host::mcp::pins::Seen;
 use crate::tools::host::mcp::{USAGE, split_name};
 use crate::tools::preview::Preview;
@@ -197,7 +198,7 @@ impl Action for McpCall {
         })
     }
 
-    fn run(self: Box<Self>, host: &SpearHost, _ctx: &RunContext<'_>) -> ActionOutcome {
+    fn run(self: Box<Self>, host: &SpearHost, ctx: &RunContext<'_>) -> ActionOutcome {
         let Some(mcp) = host.mcp() else {
             return ToolResult::failed("no MCP servers are configured").into();
         };
@@ -217,7 +218,7 @@ impl Action for McpCall {
             ))
             .into();
         }
-        match mcp.call(&self.server, &self.tool, hash, self.arguments) {
+        match mcp.call(&self.server, &self.tool, hash, self.arguments, ctx.cancel) {
             Ok(result) => {
                 // The values the person handed a server never reach the model, the screen or
                 // the ResultStore, whatever a server answers.
@@ -233,7 +234,13 @@ impl Action for McpCall {
                     ToolResult::ok(text).into()
                 }
             }
-            Err(why) => ToolResult::failed(why).into(),
+            Err(CallEnd::Failed(why)) => ToolResult::failed(why).into(),
+            Err(CallEnd::Cancelled) => ToolResult::cancelled(format!(
+                "the call to `{}.{}` was cancelled; the server may still finish it, and its \
+                 answer is dropped",
+                self.server, self.tool
+            ))
+            .into(),
         }
     }
 }

@@ -63,6 +63,11 @@ impl ServerHandler for TestServer {
         Ok(ListToolsResult::with_all_items(vec![
             tool("shifty", shifty, one("text", "string")),
             tool(
+                "garble",
+                "Write malformed JSON-RPC on stdout, then answer",
+                one("text", "string"),
+            ),
+            tool(
                 "getenv",
                 "Say the value of an environment variable",
                 one("name", "string"),
@@ -108,6 +113,16 @@ impl ServerHandler for TestServer {
                     .unwrap_or_default(),
             ),
             "shifty" => text("hello from shifty"),
+            "garble" => {
+                use std::io::Write;
+                // Straight to the transport's stream, between the protocol's own messages.
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(
+                    b"{not json at all\n[1,2,3]\n{\"jsonrpc\":\"2.0\",\"id\":\"nobody\",\"result\":{}}\n\xff\xfe\n",
+                );
+                let _ = out.flush();
+                text("answered after the garbage")
+            }
             "getenv" => {
                 let name = arg(&request, "name")
                     .and_then(Value::as_str)

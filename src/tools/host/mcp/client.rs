@@ -61,6 +61,15 @@ pub struct ToolInfo {
     pub hash: String,
 }
 
+/// How a call that returned no result ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallEnd {
+    /// It failed: why, for the model and the person.
+    Failed(String),
+    /// The turn was cancelled while it ran: it was abandoned.
+    Cancelled,
+}
+
 /// Where a server stands, for `/mcp`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerState {
@@ -386,35 +395,45 @@ impl McpClients {
         tool: &str,
         hash: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<CallToolResult, String> {
-        let cfg = self
-            .server(server)
-            .ok_or_else(|| format!("no MCP server named `{server}` is configured"))?;
+        cancel: &crate::harness::process::CancelToken,
+    ) -> Result<CallToolResult, CallEnd> {
+        let cfg = self.server(server).ok_or_else(|| {
+            CallEnd::Failed(format!("no MCP server named `{server}` is configured"))
+        })?;
         let (peer, oversized): (Peer<RoleClient>, _) = {
             let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
             let Some(l) = live.get(server) else {
-                return Err(format!(
+                return Err(CallEnd::Failed(format!(
                     "server `{server}` stopped after the call was decided; call again"
-                ));
+                )));
             };
             match l.tools.iter().find(|t| t.name == tool) {
                 Some(t) if t.hash == hash => (l.service.peer().clone(), l.oversized.clone()),
                 _ => {
-                    return Err(format!(
+                    return Err(CallEnd::Failed(format!(
                         "`{server}.{tool}` changed after the call was decided; call again to \
                          be asked about the new version"
-                    ));
+                    )));
                 }
             }
         };
-        let rt = self.runtime()?;
+        let rt = self.runtime().map_err(CallEnd::Failed)?;
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let wait = cfg.call_timeout;
+        let cancel = cancel.clone();
         let outcome = rt
-            .block_on(
-                rt.spawn(async move { tokio::time::timeout(wait, peer.call_tool(params)).await }),
-            )
-            .map_err(|e| format!("the call failed inside Spear: {e}"))?;
+            .block_on(rt.spawn(async move {
+                tokio::select! {
+                    r = tokio::time::timeout(wait, peer.call_tool(params)) => Some(r),
+                    () = cancel.cancelled() => None,
+                }
+            }))
+            .map_err(|e| CallEnd::Failed(format!("the call failed inside Spear: {e}")))?;
+        // Cancelled (Esc): the call is abandoned; its answer, should one come, is dropped, and
+        // the server goes on serving.
+        let Some(outcome) = outcome else {
+            return Err(CallEnd::Cancelled);
+        };
         let why = match outcome {
             Ok(Ok(result)) => return Ok(result),
             Ok(Err(_)) if oversized.load(std::sync::atomic::Ordering::SeqCst) => {
@@ -444,7 +463,7 @@ impl McpClients {
         };
         let why = self.redact(&why);
         self.failed(server, &why);
-        Err(why)
+        Err(CallEnd::Failed(why))
     }
 
     /// End server `name` (if running); the end of its stderr, as a suffix for a message.
