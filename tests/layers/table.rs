@@ -445,6 +445,11 @@ pub const TABLE: &[Layer] = &[
                 "the audit log is opened here, outside the workspace",
             ),
             (
+                "secrets",
+                "the secret values Spear knows (its environment's, the workspace's .env files') \
+                 are gathered once for the host's guard and the audit log's scrub",
+            ),
+            (
                 "command_runner",
                 "the terminal's executor is the sandboxed CommandRunner",
             ),
