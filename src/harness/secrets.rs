@@ -352,6 +352,15 @@ impl KnownSecrets {
     }
 }
 
+/// Names only: a value is never printed.
+impl std::fmt::Debug for KnownSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.values.iter().map(|k| &k.name))
+            .finish()
+    }
+}
+
 /// Words a value may be without being a secret: what configuration files say of themselves.
 const COMMON_VALUES: [&str; 24] = [
     "development",
@@ -434,8 +443,8 @@ pub fn dotenv_values(text: &str) -> Vec<(String, String)> {
 /// Environment variables, names and values, the person hands one long-lived process (an MCP
 /// server's `env`). No command gets any: the command path refuses a profile that carries
 /// them. They reach the process through bwrap's own environment, never its command line
-/// (which every local user can read). A value is never printed: `Debug` names the variables, and the serialised profile
-/// says only whether there are any.
+/// (which every local user can read). A value is never printed: `Debug` names the variables,
+/// and the serialised profile says only whether there are any.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct Secrets(Vec<(String, String)>);
 
@@ -464,15 +473,6 @@ impl std::fmt::Debug for Secrets {
 impl serde::Serialize for Secrets {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_bool(self.enabled())
-    }
-}
-
-/// Names only: a value is never printed.
-impl std::fmt::Debug for KnownSecrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.values.iter().map(|k| &k.name))
-            .finish()
     }
 }
 

@@ -452,7 +452,7 @@ impl<M: ChatModel + 'static> SessionActor<M> {
                     // A start that failed was said already, as the server's failure line.
                     Err(why)
                         if mcp.status().iter().any(|s| {
-                            s.name == name && s.state == ServerState::Failed(why.clone())
+                            s.config.name == name && s.state == ServerState::Failed(why.clone())
                         }) =>
                     {
                         SessionEvent::Note(format!(

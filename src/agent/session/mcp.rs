@@ -2,7 +2,7 @@
 //! (not started, running with its tools, failed and why) and what to type next.
 
 use crate::tools::host::mcp::client::ServerState;
-use crate::tools::host::mcp::{McpClients, McpLaunch, grant_words};
+use crate::tools::host::mcp::{McpClients, grant_words};
 
 /// The `/mcp` report. `network_now`: whether the session grants the network now.
 pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
@@ -13,9 +13,9 @@ pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
     };
     let mut out = String::from("MCP servers (your config's [mcp.servers]):");
     for s in mcp.status() {
-        let cfg = mcp.server(&s.name);
-        let mut grant = vec![cfg.map(grant_words).unwrap_or_default()];
-        if let Some(c) = cfg.filter(|c| !c.read_paths.is_empty()) {
+        let c = s.config;
+        let mut grant = vec![grant_words(c)];
+        if !c.read_paths.is_empty() {
             grant.push(format!(
                 "reads {}",
                 c.read_paths
@@ -25,32 +25,24 @@ pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
                     .join(", ")
             ));
         }
-        let held: Vec<String> = cfg
-            .map(|c| {
-                let headers = match &c.launch {
-                    McpLaunch::Http { headers_env, .. } => headers_env.values().cloned().collect(),
-                    McpLaunch::Stdio { .. } => Vec::new(),
-                };
-                c.env.iter().cloned().chain(headers).collect()
-            })
-            .unwrap_or_default();
+        let held = c.handed_variables();
         if !held.is_empty() {
             let names = held.join(", ");
-            grant.push(if s.network {
+            grant.push(if c.network {
                 format!("holds {names} and the network: it can send them anywhere it can reach")
             } else {
                 format!("holds {names}")
             });
         }
         let state = match &s.state {
-            ServerState::Idle if s.network && !network_now => {
+            ServerState::Idle if c.network && !network_now => {
                 "not started: it has the network, which the session does not grant now \
                  (/network on; not in SAFE)"
                     .to_string()
             }
             ServerState::Idle => "not started (it starts when its tools are first needed)".into(),
             ServerState::Running { tools } => {
-                let read_only = |t: &String| cfg.is_some_and(|c| c.read_only_tools.contains(t));
+                let read_only = |t: &String| c.read_only_tools.contains(t);
                 format!(
                     "running, {} tool{}: {}",
                     tools.len(),
@@ -69,10 +61,10 @@ pub fn report(mcp: Option<&McpClients>, network_now: bool) -> String {
             ServerState::Failed(why) => format!(
                 "failed: {}; /mcp restart {} tries again",
                 crate::tools::host::mcp::client::one_line(why),
-                s.name
+                c.name
             ),
         };
-        out.push_str(&format!("\n  {}: {}; {}", s.name, grant.join(", "), state));
+        out.push_str(&format!("\n  {}: {}; {}", c.name, grant.join(", "), state));
     }
     out.push_str(
         "\nTools not marked read-only are mutating (asked in ASK, refused in SAFE); a tool \

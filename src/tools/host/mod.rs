@@ -137,13 +137,16 @@ impl SpearHost {
     /// their values; `None` when it carries none.
     pub fn secret_out(&self, text: &str) -> Option<Refusal> {
         let found = self.secrets_in(text);
-        (!found.is_empty()).then(|| {
-            Refusal::new(
-                Gate::SecretGuard,
-                "secret_out",
-                ToolResult::denied(secret_out_reason(&found)),
-            )
-        })
+        (!found.is_empty()).then(|| self.secret_out_refusal(&found))
+    }
+
+    /// The refusal of a call carrying the secrets `found` (as `secrets_in` names them) out.
+    pub fn secret_out_refusal(&self, found: &[String]) -> Refusal {
+        Refusal::new(
+            Gate::SecretGuard,
+            "secret_out",
+            ToolResult::denied(secret_out_reason(found)),
+        )
     }
 
     /// The known secrets whose values `text` carries, by name and origin.

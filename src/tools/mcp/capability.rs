@@ -123,7 +123,10 @@ impl Action for McpCall {
         _paths: &[crate::tools::host::gates::GatedPath],
     ) -> Result<Option<Preview>, ToolResult> {
         let args = Value::Object(self.arguments.clone()).to_string();
-        let args = host.mcp().map_or(args.clone(), |m| m.redact(&args));
+        let args = match host.mcp() {
+            Some(m) => m.redact(&args),
+            None => args,
+        };
         Ok(Some(Preview::Note {
             text: format!(
                 "MCP call: server `{}`, tool `{}`, arguments {}",

@@ -91,6 +91,16 @@ struct Trace<'a> {
     mcp_tool: Option<McpToolRef>,
 }
 
+impl Trace<'_> {
+    /// The person must be asked, for this reason too.
+    fn ask_also(&mut self, why: String) {
+        self.ask_reason = Some(match self.ask_reason.take() {
+            Some(other) => format!("{other}; {why}"),
+            None => why,
+        });
+    }
+}
+
 impl ToolRouter {
     /// A router over `registry` whose tools reach the harness through `host`. The refusal limit
     /// is the default (5) until `with_refusal_limit` sets the configured one.
@@ -355,35 +365,29 @@ impl ToolRouter {
             && turn
                 .network
                 .unwrap_or(host.command_policy().config().network_enabled);
+        // A call granted the network carries no known secret out: the model's is refused, the
+        // person's own command asked about. Before `confirm`, which may start a server.
+        if let Some(a) = plan.command.as_ref().filter(|a| a.network) {
+            let found = host.secrets_in(&a.command);
+            if !found.is_empty() && !turn.by_person {
+                return Err(host.secret_out_refusal(&found));
+            }
+            if !found.is_empty() {
+                trace.ask_also(format!(
+                    "this command would carry the value of {} over the network (the model is \
+                     refused that; you may run it)",
+                    found.join(", ")
+                ));
+            }
+        }
         let confirmation = match action.confirm(host, network_now) {
             Ok(c) => c,
             Err(result) => return Ok((result.into(), Decision::Allowed)),
         };
         trace.mcp_tool = confirmation.mcp_tool;
-        // A call granted the network carries no known secret out: the model's is refused, the
-        // person's own command asked about.
-        if let Some(a) = plan.command.as_ref().filter(|a| a.network)
-            && let Some(refusal) = host.secret_out(&a.command)
-        {
-            if !turn.by_person {
-                return Err(refusal);
-            }
-            let why = format!(
-                "this command would carry the value of {} over the network (the model is \
-                 refused that; you may run it)",
-                host.secrets_in(&a.command).join(", ")
-            );
-            trace.ask_reason = Some(match trace.ask_reason.take() {
-                Some(other) => format!("{other}; {why}"),
-                None => why,
-            });
-        }
         let leaves_workspace = confirmation.leaves_workspace;
         if let Some(why) = confirmation.ask {
-            trace.ask_reason = Some(match trace.ask_reason.take() {
-                Some(hook) => format!("{hook}; {why}"),
-                None => why,
-            });
+            trace.ask_also(why);
         }
         // Fail closed: a tool whose spec says it mutates needs the mode's write grant even when
         // its plan forgot to name what it writes.
@@ -427,10 +431,7 @@ impl ToolRouter {
                         String::new()
                     }
                 );
-                trace.ask_reason = Some(match trace.ask_reason.take() {
-                    Some(hook) => format!("{hook}; {line}"),
-                    None => line,
-                });
+                trace.ask_also(line);
             }
         }
         let (profile, decision) = match assessment {

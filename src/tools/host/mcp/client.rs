@@ -41,7 +41,7 @@ struct Live {
     oversized: Arc<std::sync::atomic::AtomicBool>,
     tools: Vec<ToolInfo>,
     /// Killed (through its pidfds) when dropped; none for a remote server.
-    _process: Option<LongLived>,
+    process: Option<LongLived>,
     log: Option<StderrLog>,
 }
 
@@ -84,10 +84,8 @@ pub enum ServerState {
 
 /// One server as `/mcp` lists it.
 #[derive(Debug, Clone)]
-pub struct ServerStatus {
-    pub name: String,
-    pub workspace_read: bool,
-    pub network: bool,
+pub struct ServerStatus<'a> {
+    pub config: &'a McpServerConfig,
     pub state: ServerState,
 }
 
@@ -143,7 +141,7 @@ fn stop_confirmed(rt: &tokio::runtime::Runtime, lives: Vec<Live>) {
                 let _ = tokio::time::timeout(STOP_WAIT, async move {
                     for l in lives {
                         drop(l.service);
-                        if let Some(p) = l._process {
+                        if let Some(p) = l.process {
                             let _ = p.stop().await;
                         }
                     }
@@ -204,15 +202,18 @@ impl McpClients {
         *self.on_failure.lock().unwrap_or_else(|p| p.into_inner()) = Some(sink);
     }
 
-    fn failed(&self, name: &str, why: &str) {
-        let why = &self.redact(why);
+    /// Server `name` failed for `why`: kept for `/mcp` and told to the screen, without any
+    /// value handed to a server. The words, so redacted, for the caller to return.
+    fn failed(&self, name: &str, why: &str) -> String {
+        let why = self.redact(why);
         self.failures
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(name.to_string(), why.to_string());
+            .insert(name.to_string(), why.clone());
         if let Some(sink) = &*self.on_failure.lock().unwrap_or_else(|p| p.into_inner()) {
-            sink(&format!("MCP server `{name}`: {}", one_line(why)));
+            sink(&format!("MCP server `{name}`: {}", one_line(&why)));
         }
+        why
     }
 
     pub fn pins(&self) -> &ToolPins {
@@ -220,15 +221,13 @@ impl McpClients {
     }
 
     /// Every configured server and where it stands.
-    pub fn status(&self) -> Vec<ServerStatus> {
+    pub fn status(&self) -> Vec<ServerStatus<'_>> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         self.servers
             .iter()
             .map(|s| ServerStatus {
-                name: s.name.clone(),
-                workspace_read: s.workspace_read,
-                network: s.network,
+                config: s,
                 state: match (live.get(&s.name), failures.get(&s.name)) {
                     (Some(l), _) => ServerState::Running {
                         tools: l.tools.iter().map(|t| t.name.clone()).collect(),
@@ -243,9 +242,6 @@ impl McpClients {
     /// End server `name` and start it again now (`/mcp restart NAME`). A server with the
     /// network starts only when `network_now`.
     pub fn restart(&self, name: &str, network_now: bool) -> Result<Vec<ToolInfo>, String> {
-        if self.server(name).is_none() {
-            return Err(format!("no MCP server named `{name}` is configured"));
-        }
         self.end(name);
         self.tools(name, network_now)
     }
@@ -333,11 +329,7 @@ impl McpClients {
         }
         let started = match self.start(cfg) {
             Ok(started) => started,
-            Err(why) => {
-                let why = self.redact(&why);
-                self.failed(name, &why);
-                return Err(why);
-            }
+            Err(why) => return Err(self.failed(name, &why)),
         };
         // The session may have taken the network away while it started.
         if cfg.network && !self.network_granted() {
@@ -461,9 +453,7 @@ impl McpClients {
                 )
             }
         };
-        let why = self.redact(&why);
-        self.failed(server, &why);
-        Err(CallEnd::Failed(why))
+        Err(CallEnd::Failed(self.failed(server, &why)))
     }
 
     /// End server `name` (if running); the end of its stderr, as a suffix for a message.
@@ -565,7 +555,7 @@ impl McpClients {
                 service,
                 oversized,
                 tools: shown_tools(&cfg, &known, tools)?,
-                _process: Some(process),
+                process: Some(process),
                 log,
             })
         }))
@@ -675,7 +665,7 @@ impl McpClients {
                 service,
                 oversized: Arc::new(std::sync::atomic::AtomicBool::new(false)),
                 tools: shown_tools(&cfg, &known, tools)?,
-                _process: None,
+                process: None,
                 log: None,
             })
         }))
@@ -758,15 +748,10 @@ pub fn one_line(text: &str) -> String {
 
 /// Every variable a server is handed, with its value as Spear's environment has it.
 fn servers_env(servers: &[McpServerConfig]) -> Vec<(String, String)> {
-    let headers = servers.iter().flat_map(|s| match &s.launch {
-        McpLaunch::Http { headers_env, .. } => headers_env.values().cloned().collect(),
-        McpLaunch::Stdio { .. } => Vec::new(),
-    });
     servers
         .iter()
-        .flat_map(|s| s.env.iter().cloned())
-        .chain(headers)
-        .filter_map(|n| std::env::var(&n).ok().map(|v| (n, v)))
+        .flat_map(McpServerConfig::handed_variables)
+        .filter_map(|n| std::env::var(n).ok().map(|v| (n.to_string(), v)))
         .collect()
 }
 

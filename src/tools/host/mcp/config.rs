@@ -55,6 +55,18 @@ pub struct McpServerConfig {
 pub const SENSITIVE_DIRS: [&str; 3] = [".ssh", ".gnupg", ".aws"];
 
 impl McpServerConfig {
+    /// The variables of Spear's environment the server is handed: its `env`, and the sources
+    /// of its `headers_env`.
+    pub fn handed_variables(&self) -> Vec<&str> {
+        let headers: Vec<&str> = match &self.launch {
+            McpLaunch::Http { headers_env, .. } => {
+                headers_env.values().map(String::as_str).collect()
+            }
+            McpLaunch::Stdio { .. } => Vec::new(),
+        };
+        self.env.iter().map(String::as_str).chain(headers).collect()
+    }
+
     /// The read paths that cover (hold, or lie inside) one of `SENSITIVE_DIRS` under `home`,
     /// each with the directory it covers. Decided on the path as written and on where its
     /// links lead.
