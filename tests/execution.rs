@@ -32,6 +32,9 @@ mod process_cap;
 #[path = "execution/network.rs"]
 mod network;
 
+#[path = "execution/egress.rs"]
+mod egress;
+
 #[path = "execution/host_services.rs"]
 mod host_services;
 

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod checkpoint;
 pub mod command_policy;
 pub mod command_runner;
+pub mod egress;
 pub mod primitives;
 pub mod process;
 pub mod resource_control;

@@ -324,6 +324,9 @@ pub struct ToolResult {
     /// Boxed: results travel in `Err` through the tool layer and should stay small there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Box<WorkspaceChanges>>,
+    /// For a command that ran on the proxied network path: every connection it asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<crate::harness::egress::NetConnection>,
 }
 
 impl ToolResult {
@@ -336,6 +339,7 @@ impl ToolResult {
             exit_code: None,
             changed_paths: Vec::new(),
             changes: None,
+            connections: Vec::new(),
         }
     }
 
@@ -349,6 +353,7 @@ impl ToolResult {
             exit_code: None,
             changed_paths: Vec::new(),
             changes: None,
+            connections: Vec::new(),
         }
     }
 

@@ -320,6 +320,7 @@ async fn a_route_the_kernel_refuses_stops_the_launch_before_the_command() {
         netns: Some(NetnsPlan {
             netlink,
             ipv6_off_for_new_links: false,
+            listen: None,
         }),
         ..Default::default()
     };

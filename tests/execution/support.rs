@@ -92,12 +92,25 @@ pub fn writable() -> ExecutionProfile {
     profile(&[Capability::WorkspaceWrite, Capability::ShellComplex])
 }
 
+/// Writable with the network on the full path (slirp4netns), which these tests are about.
 pub fn networked() -> ExecutionProfile {
+    let mut p = profile(&[
+        Capability::WorkspaceWrite,
+        Capability::ShellComplex,
+        Capability::Network,
+    ]);
+    p.egress.path = spear::harness::egress::NetworkPath::Full;
+    p
+}
+
+/// Writable with the network through the egress proxy, reaching what `rules` allow.
+pub fn proxied(rules: spear::harness::egress::HostRules) -> ExecutionProfile {
     profile(&[
         Capability::WorkspaceWrite,
         Capability::ShellComplex,
         Capability::Network,
     ])
+    .with_egress(spear::harness::egress::Egress::by_name(Arc::new(rules)))
 }
 
 /// A sink that counts bytes (and keeps nothing).

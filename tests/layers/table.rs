@@ -29,6 +29,13 @@ pub const TABLE: &[Layer] = &[
         private: &[],
     },
     Layer {
+        name: "egress",
+        holds: &["spear::harness::egress"],
+        within: None,
+        may_use: NONE,
+        private: &[],
+    },
+    Layer {
         name: "atomic_file",
         holds: &["spear::harness::atomic_file"],
         within: None,
@@ -40,7 +47,10 @@ pub const TABLE: &[Layer] = &[
         name: "primitives",
         holds: &["spear::harness::primitives"],
         within: None,
-        may_use: NONE,
+        may_use: &[(
+            "egress",
+            "a command's result lists the connections the egress proxy saw (NetConnection)",
+        )],
         private: &[],
     },
     Layer {
@@ -78,6 +88,10 @@ pub const TABLE: &[Layer] = &[
             (
                 "secrets",
                 "a profile may hand a long-lived process the person's variables (Secrets)",
+            ),
+            (
+                "egress",
+                "a profile carries the network path, the names it may reach and an opaque decider",
             ),
         ],
         private: &[],
@@ -229,7 +243,13 @@ pub const TABLE: &[Layer] = &[
             ),
             (
                 "secrets",
-                "the environment allow-list drops secret-looking variables",
+                "the environment allow-list drops secret-looking variables; the egress proxy \
+                 refuses a plain-HTTP request carrying a known secret",
+            ),
+            (
+                "egress",
+                "the egress proxy decides by the person's names, asks the opaque decider, and \
+                 records each connection",
             ),
         ],
         private: &[(
@@ -281,6 +301,14 @@ pub const TABLE: &[Layer] = &[
             ),
             ("primitives", "CommandRunner answers with a ToolResult"),
             ("sandbox", "CommandRunner owns the sandbox"),
+            (
+                "egress",
+                "the profile's network path picks the proxy or slirp4netns",
+            ),
+            (
+                "secrets",
+                "it hands the egress proxy the secret values no request may carry",
+            ),
             ("process", "it streams output and honours cancellation"),
             (
                 "resource_control",

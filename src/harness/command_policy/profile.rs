@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Serialize, Serializer};
 
+pub use crate::harness::egress::Egress;
 use crate::harness::primitives::{Capability, CapabilitySet};
 pub use crate::harness::secrets::Secrets;
 
@@ -38,6 +39,9 @@ pub struct ExecutionProfile {
     pub ssh: NotImplemented,
     pub container_runtime: NotImplemented,
     pub secrets_allowed: Secrets,
+    /// With `network`: the path it takes and, on the proxy, the names it may reach and who is
+    /// asked about the rest. Without `network` it is never used.
+    pub egress: Egress,
     /// The classifier found the command to be exactly this argv: it may be started without a
     /// shell (only for the command line it was read from).
     pub literal_argv: Option<LiteralArgv>,
@@ -56,6 +60,7 @@ impl ExecutionProfile {
             ssh: NotImplemented,
             container_runtime: NotImplemented,
             secrets_allowed: Secrets::default(),
+            egress: Egress::default(),
             literal_argv: None,
         }
     }
@@ -63,6 +68,12 @@ impl ExecutionProfile {
     /// The same profile handing `secrets` to the process (a long-lived one only).
     pub fn with_secrets(mut self, secrets: Secrets) -> Self {
         self.secrets_allowed = secrets;
+        self
+    }
+
+    /// The same profile reaching the network by `egress` (when it has the network at all).
+    pub fn with_egress(mut self, egress: Egress) -> Self {
+        self.egress = egress;
         self
     }
 

@@ -8,9 +8,11 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::harness::command_policy::ExecutionProfile;
+use crate::harness::egress::NetworkPath;
 use crate::harness::primitives::{ToolResult, ToolStatus};
 use crate::harness::process::{CancelToken, OutputSink};
 use crate::harness::resource_control::pids_cgroup::PidsCgroupParent;
@@ -20,6 +22,7 @@ use crate::harness::resource_control::{
 };
 use crate::harness::sandbox::netns::{self, IpPrefix, NetworkPreflightError};
 use crate::harness::sandbox::placeholders::WorkspaceHold;
+use crate::harness::sandbox::proxy;
 use crate::harness::sandbox::root_uid::SandboxUser;
 use crate::harness::sandbox::sockets::SocketSurvey;
 use crate::harness::sandbox::{
@@ -83,6 +86,8 @@ pub struct RunnerConfig {
     /// (the host's own, private, link-local, multicast and other special ranges). Parse each
     /// from text such as `192.168.1.10` or `10.1.0.0/16` with `str::parse::<IpPrefix>()`.
     pub network_allow: Vec<IpPrefix>,
+    /// Secret values the egress proxy refuses to see in a plain-HTTP request line or header.
+    pub known_secrets: crate::harness::secrets::KnownSecrets,
     /// `[sandbox] root_uid = "host"`: a root Spear's sandbox runs as the host's root.
     pub root_uid_host: bool,
     /// Entries the before/after snapshot of a writable run records at most (`changed_paths`).
@@ -111,6 +116,7 @@ impl RunnerConfig {
             search_path: std::env::var_os("PATH").unwrap_or_else(|| env::SYSTEM_PATH.into()),
             tmpfs: TmpfsSizes::DEFAULT,
             network_allow: Vec::new(),
+            known_secrets: Default::default(),
             root_uid_host: false,
             snapshot_max_entries: snapshot::DEFAULT_MAX_ENTRIES,
         }
@@ -206,6 +212,11 @@ pub struct CommandRunner {
     process_cap: std::sync::OnceLock<Result<Option<ProcessCap>, ProcessCapUnavailable>>,
     simulated_missing: Vec<Mechanism>,
     host_loopback_for_tests: bool,
+    /// How the egress proxy looks names up.
+    egress_resolver: Arc<dyn proxy::Resolve>,
+    /// Tests only: exact addresses the egress proxy may reach although refused.
+    #[cfg(any(test, feature = "test-hooks"))]
+    egress_exempt: Vec<std::net::SocketAddr>,
 }
 
 impl CommandRunner {
@@ -267,6 +278,9 @@ impl CommandRunner {
             home,
             simulated_missing: Vec::new(),
             host_loopback_for_tests: false,
+            egress_resolver: Arc::new(proxy::SystemResolver),
+            #[cfg(any(test, feature = "test-hooks"))]
+            egress_exempt: Vec::new(),
         })
     }
 
@@ -336,6 +350,34 @@ impl CommandRunner {
     #[doc(hidden)]
     pub fn allow_host_loopback_for_tests(&mut self) {
         self.host_loopback_for_tests = true;
+    }
+
+    /// Test-only: the egress proxy looks names up in `resolver` instead of the system's.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn resolve_egress_for_tests(&mut self, resolver: proxy::resolve::TableResolver) {
+        self.egress_resolver = Arc::new(resolver);
+    }
+
+    /// Test-only: the egress proxy may reach exactly `at` although its range is refused (a
+    /// loopback server the test started). No release build has this.
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn exempt_egress_for_tests(&mut self, at: std::net::SocketAddr) {
+        self.egress_exempt.push(at);
+    }
+
+    /// What the egress proxy of one run decides with.
+    fn proxy_context(&self, req: &RunRequest) -> proxy::ProxyContext {
+        proxy::ProxyContext {
+            egress: req.profile.egress.clone(),
+            command: req.command.clone(),
+            network_allow: self.config.network_allow.clone(),
+            secrets: self.config.known_secrets.clone(),
+            resolver: self.egress_resolver.clone(),
+            #[cfg(any(test, feature = "test-hooks"))]
+            exempt: self.egress_exempt.clone(),
+        }
     }
 
     /// The spec for `profile` running `command`. Protections are probed now, as the workspace is.
@@ -454,7 +496,8 @@ impl CommandRunner {
         if self.config.cgroup_limits.is_active() {
             self.scope.available()?;
         }
-        if profile.network {
+        // Only the full path needs slirp4netns; the proxy needs nothing bwrap does not have.
+        if profile.network && profile.egress.path == NetworkPath::Full {
             if self.sandbox.network_containment_failed() {
                 return Err(MechanismError::NetworkPoisoned);
             }
@@ -515,6 +558,7 @@ impl CommandRunner {
             return ToolResult::failed(format!("the sandbox cannot run here: {}", f.reason()));
         }
         if req.profile.network
+            && req.profile.egress.path == NetworkPath::Full
             && let Err(why) = self.ensure_network().await
         {
             return ToolResult::failed(why.to_string());
@@ -633,7 +677,7 @@ impl CommandRunner {
             }
             return cancelled_before_start();
         }
-        let outcome = if req.profile.network {
+        let outcome = if req.profile.network && req.profile.egress.path == NetworkPath::Full {
             netns::run_with_slirp(
                 &self.sandbox,
                 spec,
@@ -642,6 +686,16 @@ impl CommandRunner {
                 timeout,
                 self.host_loopback_for_tests,
                 &self.config.network_allow,
+            )
+            .await
+        } else if req.profile.network {
+            proxy::run_with_proxy(
+                &self.sandbox,
+                spec,
+                &limits,
+                sink,
+                timeout,
+                self.proxy_context(req),
             )
             .await
         } else {
@@ -884,6 +938,13 @@ impl CommandRunner {
             (None, Some(c)) => Some(c.trim().to_string()),
             (r, None) => r,
         };
+        // The model hears which connections the proxy refused, and why: a failed download is
+        // then a policy answer, not a flaky network.
+        let reason = match (reason, egress_refusals(&o.connections)) {
+            (Some(r), Some(n)) => Some(format!("{r}. {n}")),
+            (None, n) => n,
+            (r, None) => r,
+        };
         ToolResult {
             status,
             reason,
@@ -892,8 +953,33 @@ impl CommandRunner {
             exit_code: code,
             changed_paths: Vec::new(),
             changes: None,
+            connections: o.connections,
         }
     }
+}
+
+/// The connections the egress proxy refused, said in one sentence; `None` when it refused none.
+fn egress_refusals(connections: &[crate::harness::egress::NetConnection]) -> Option<String> {
+    let refused: Vec<String> = connections
+        .iter()
+        .filter_map(|c| {
+            c.refused
+                .as_ref()
+                .map(|why| format!("{} ({why})", c.target()))
+        })
+        .collect();
+    (!refused.is_empty()).then(|| {
+        format!(
+            "The egress proxy refused {}: {}. Only names in [network] allow are reached; ask \
+             the person to add one if the command needs it",
+            if refused.len() == 1 {
+                "a connection"
+            } else {
+                "connections"
+            },
+            refused.join("; ")
+        )
+    })
 }
 
 /// `$HOME` in the sandbox: the host's when it is a sensible absolute path that neither is nor

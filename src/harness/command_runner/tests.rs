@@ -118,7 +118,9 @@ fn networked_profile() -> ExecutionProfile {
         Capability::ShellComplex,
         Capability::Network,
     ]);
-    ExecutionProfile::from_granted(caps, Vec::new())
+    let mut p = ExecutionProfile::from_granted(caps, Vec::new());
+    p.egress.path = crate::harness::egress::NetworkPath::Full;
+    p
 }
 
 fn runner_in(dir: &tempfile::TempDir) -> CommandRunner {

@@ -52,6 +52,9 @@ pub struct NetnsPlan {
     pub netlink: Vec<u8>,
     /// Set `net.ipv6.conf.default.disable_ipv6 = 1`: links made later (slirp's tap) get no IPv6.
     pub ipv6_off_for_new_links: bool,
+    /// Open a listening TCP socket on this address inside the namespace and hand it back (the
+    /// egress proxy accepts on it from outside; nothing of Spear's runs in the sandbox).
+    pub listen: Option<std::net::SocketAddrV4>,
 }
 
 /// What the helper needs, prepared before it starts: it may not allocate. Raw pointers, since
@@ -62,6 +65,8 @@ struct HelperPlan {
     setns_flags: libc::c_int,
     writer: *mut WriterPlan,
     writer_stack: *mut [u8],
+    /// Share the file table (a listener is made): see `WriterPlan::listen`.
+    share_files: bool,
 }
 
 /// What the writer needs.
@@ -71,6 +76,10 @@ struct WriterPlan {
     nproc: Option<libc::rlimit64>,
     ipv6_off_for_new_links: bool,
     netlink: netlink::Exchange,
+    /// Where to listen, and the socket made there (-1 until then). The helper and the writer
+    /// share Spear's file table when this is set, so the descriptor is Spear's.
+    listen: Option<libc::sockaddr_in>,
+    listener: libc::c_int,
 }
 
 /// The exit codes the helper reports; success is 0.
@@ -86,6 +95,7 @@ const STEP_NETLINK_SEND: libc::c_int = 19;
 const STEP_NETLINK_RECEIVE: libc::c_int = 20;
 const STEP_NETLINK_REFUSED: libc::c_int = 21;
 const STEP_NPROC: libc::c_int = 22;
+const STEP_LISTEN: libc::c_int = 23;
 
 /// Room for one acknowledgement (a refusal echoes the request: well under a page).
 const NETLINK_BUFFER: usize = 8192;
@@ -153,10 +163,12 @@ unsafe fn spawn_sharing_memory(
     stack: *mut [u8],
     arg: *mut libc::c_void,
     pidfd: Option<&mut libc::c_int>,
+    share_files: bool,
 ) -> libc::pid_t {
     // The stack grows down on every architecture Spear runs on; its top is aligned to 16.
     let top = (stack.cast::<u8>() as usize + stack.len()) & !0xf;
-    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD;
+    let files = if share_files { libc::CLONE_FILES } else { 0 };
+    let flags = libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | files;
     // SAFETY: the caller upholds the contract above; the stack is unused memory of ours. With
     // CLONE_PIDFD the kernel writes the child's pidfd into the int behind the parent-tid slot.
     unsafe {
@@ -188,6 +200,7 @@ extern "C" fn namespace_helper(arg: *mut libc::c_void) -> libc::c_int {
             (*plan).writer_stack,
             (*plan).writer.cast(),
             None,
+            (*plan).share_files,
         );
         if writer < 0 {
             return STEP_WRITER_SPAWN;
@@ -242,12 +255,63 @@ extern "C" fn namespace_writer(arg: *mut libc::c_void) -> libc::c_int {
         {
             return STEP_IPV6_OFF;
         }
-        match netlink::run(&mut (*plan).netlink) {
+        let routed = match netlink::run(&mut (*plan).netlink) {
             Ok(()) => 0,
             Err(netlink::Failure::Socket) => STEP_NETLINK_SOCKET,
             Err(netlink::Failure::Send) => STEP_NETLINK_SEND,
             Err(netlink::Failure::Receive) => STEP_NETLINK_RECEIVE,
             Err(netlink::Failure::Refused) => STEP_NETLINK_REFUSED,
+        };
+        if routed != 0 {
+            return routed;
+        }
+        if let Some(addr) = &(*plan).listen {
+            match listen_on(addr) {
+                Some(fd) => (*plan).listener = fd,
+                None => return STEP_LISTEN,
+            }
+        }
+        0
+    }
+}
+
+/// A listening TCP socket on `addr` in the caller's network namespace (close-on-exec,
+/// non-blocking). `IP_FREEBIND`: bwrap may not have brought loopback up yet; the socket takes
+/// connections once it is.
+///
+/// # Safety
+/// Async-signal-safe: socket, setsockopt, bind, listen and close only.
+unsafe fn listen_on(addr: &libc::sockaddr_in) -> Option<libc::c_int> {
+    // SAFETY: plain system calls on valid memory.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        );
+        if fd < 0 {
+            return None;
+        }
+        let one: libc::c_int = 1;
+        let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        let ok = libc::setsockopt(
+            fd,
+            libc::IPPROTO_IP,
+            libc::IP_FREEBIND,
+            std::ptr::from_ref(&one).cast(),
+            len,
+        ) == 0
+            && libc::bind(
+                fd,
+                std::ptr::from_ref(addr).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ) == 0
+            && libc::listen(fd, 128) == 0;
+        if ok {
+            Some(fd)
+        } else {
+            libc::close(fd);
+            None
         }
     }
 }
@@ -304,7 +368,7 @@ pub fn configure_namespaces(
     pid_max: Option<u32>,
     nproc: Option<u64>,
     net: Option<&NetnsPlan>,
-) -> Result<(), NamespaceConfigError> {
+) -> Result<Option<OwnedFd>, NamespaceConfigError> {
     if pid_max.is_some() && !pid_max_is_namespaced() {
         return Err(NamespaceConfigError::PidMaxNotNamespaced);
     }
@@ -324,13 +388,24 @@ pub fn configure_namespaces(
             buffer: vec![0; if net.is_some() { NETLINK_BUFFER } else { 0 }],
             refused: (0, 0),
         },
+        listen: net.and_then(|n| n.listen).map(|a| libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: a.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*a.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        }),
+        listener: -1,
     }));
+    let share_files = net.is_some_and(|n| n.listen.is_some());
     let net_flag = if net.is_some() { libc::CLONE_NEWNET } else { 0 };
     let mut plan = HelperPlan {
         pidfd: pidfd.as_raw_fd(),
         setns_flags: libc::CLONE_NEWUSER | libc::CLONE_NEWPID | net_flag,
         writer,
         writer_stack: writer_stack.as_slice(),
+        share_files,
     };
     let mut helper_pidfd: libc::c_int = -1;
     // SAFETY: the helper and the writer make only async-signal-safe system calls on the plans
@@ -343,6 +418,7 @@ pub fn configure_namespaces(
             helper_stack.as_slice(),
             (&raw mut plan).cast(),
             Some(&mut helper_pidfd),
+            share_files,
         )
     };
     if child < 0 || helper_pidfd < 0 {
@@ -358,10 +434,16 @@ pub fn configure_namespaces(
     // writer, or it could not reap the writer) may have left the writer running on the shared
     // stacks and plans: those are never freed then, rather than freed under it.
     let mut refused = (0, 0);
+    let mut listener = None;
     if matches!(status, Ok(Some(code)) if code != STEP_WRITER_WAIT) {
         // SAFETY: from Box::into_raw above; the writer has exited, nothing else holds it.
         let plan = unsafe { Box::from_raw(writer) };
         refused = plan.netlink.refused;
+        if plan.listener >= 0 {
+            // SAFETY: the writer made this descriptor in the file table it shared with us and
+            // has exited; nothing else owns it.
+            listener = Some(unsafe { OwnedFd::from_raw_fd(plan.listener) });
+        }
     } else {
         std::mem::forget(writer_stack);
         std::mem::forget(helper_stack);
@@ -371,7 +453,7 @@ pub fn configure_namespaces(
         return Err(NamespaceConfigError::HostPidMaxChanged);
     }
     match status {
-        Some(0) => Ok(()),
+        Some(0) => Ok(listener),
         Some(code) => Err(NamespaceConfigError::Step { code, refused }),
         None => Err(NamespaceConfigError::HelperKilled),
     }
@@ -396,6 +478,7 @@ fn describe_step(code: libc::c_int, refused: (u32, i32)) -> String {
             std::io::Error::from_raw_os_error(refused.1)
         ),
         STEP_WRITER_SPAWN => "starting the namespace writer".to_string(),
+        STEP_LISTEN => "opening the egress proxy's listening socket in the sandbox".to_string(),
         STEP_WRITER_KILLED => "the namespace writer was killed".to_string(),
         _ => "waiting for the namespace writer".to_string(),
     }

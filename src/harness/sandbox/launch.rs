@@ -58,6 +58,8 @@ pub struct SandboxOutcome {
     pub containment: Result<(), ProcessError>,
     /// From spawning bwrap to releasing the command (namespaces prepared, network attached).
     pub setup_time: Option<Duration>,
+    /// On the proxied network path: every connection the command asked for.
+    pub connections: Vec<crate::harness::egress::NetConnection>,
 }
 
 /// A status pipe: bwrap writes JSON documents to `write` (inherited), we read `read`.
@@ -91,6 +93,8 @@ pub struct Running {
     /// The launch's own pids cgroup, when that is the process cap here: removed after every
     /// process in it has ended. Held only to be dropped, after the ledger entry.
     _cgroup: Option<LaunchCgroup>,
+    /// The egress proxy's listening socket, made inside the sandbox's network namespace.
+    listener: Option<OwnedFd>,
 }
 
 /// bwrap reads a closed gate as an open one, so a `Running` must never close its gates with
@@ -175,11 +179,22 @@ impl Running {
             cancel: None,
             ledger,
             _cgroup: cgroup,
+            listener: None,
         })
     }
 
     /// Keep the write end of the gate pipe bwrap waits on `shut` times; `open_gate` opens
     /// them in order.
+    /// Keep the listening socket made in the sandbox's network namespace.
+    pub fn keep_listener(&mut self, listener: Option<OwnedFd>) {
+        self.listener = listener;
+    }
+
+    /// The listening socket made in the sandbox's network namespace, once.
+    pub fn take_listener(&mut self) -> Option<OwnedFd> {
+        self.listener.take()
+    }
+
     pub fn hold_gates(&mut self, gate_write: OwnedFd, shut: u8) {
         self.gates = Some((gate_write, shut));
     }
@@ -350,6 +365,7 @@ impl Running {
             stderr: err,
             containment,
             setup_time: self.released.map(|r| r.duration_since(self.spawned)),
+            connections: Vec::new(),
         }
     }
 }

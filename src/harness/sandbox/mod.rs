@@ -14,6 +14,7 @@ pub(crate) mod placeholders;
 pub mod preflight;
 mod preflight_cache;
 pub mod procfs;
+pub mod proxy;
 pub mod root_uid;
 pub mod seccomp;
 pub mod sockets;
@@ -340,13 +341,16 @@ impl BubblewrapSandbox {
                 // bwrap now mounts meanwhile; if it died of that, its own words explain the
                 // failure better than the helper's step number, and `finish` reports them.
                 Some(inner) => configure(inner, limits)
-                    .and_then(|()| self.injected_setup_failure())
+                    .and_then(|l| self.injected_setup_failure().map(|()| l))
                     .map_err(|e| inner.is_alive().then_some(e)),
                 None => Err(None),
             }
         });
         let failure = match setup {
-            Ok(()) => return Ok(running),
+            Ok(listener) => {
+                running.keep_listener(listener);
+                return Ok(running);
+            }
             Err(f) => f,
         };
         // Nothing ran; the blocked sandbox is taken down, and whether it died is checked: a
@@ -575,14 +579,18 @@ fn write_id_maps(inner: &ForeignProcess, (uid, gid): (u32, u32)) -> Result<(), N
 /// The settings only a process inside the namespaces can write (no nested user namespaces,
 /// the process cap, the network path's refusal routes), made before the command is let
 /// through `--block-fd`.
-fn configure(inner: &ForeignProcess, limits: &LaunchLimits) -> Result<(), NamespacePrepError> {
+fn configure(
+    inner: &ForeignProcess,
+    limits: &LaunchLimits,
+) -> Result<Option<OwnedFd>, NamespacePrepError> {
     let (pid_max, nproc) = match &limits.process_cap {
         Some(ProcessCap::PidNamespace { pid_max }) => (Some(*pid_max), None),
         Some(ProcessCap::UserNamespaceNproc { limit }) => (None, Some(*limit)),
         _ => (None, None),
     };
-    configure_namespaces(inner.fd(), pid_max, nproc, limits.netns.as_ref())?;
-    alive(inner)
+    let listener = configure_namespaces(inner.fd(), pid_max, nproc, limits.netns.as_ref())?;
+    alive(inner)?;
+    Ok(listener)
 }
 
 fn alive(inner: &ForeignProcess) -> Result<(), NamespacePrepError> {

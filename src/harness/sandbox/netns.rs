@@ -142,6 +142,7 @@ pub(crate) async fn start_with_slirp(
     limits.netns = Some(NetnsPlan {
         netlink: routes::route_batch(&refused),
         ipv6_off_for_new_links: ipv6,
+        listen: None,
     });
     // bwrap sets up loopback and its mounts meanwhile; the command waits on --block-fd.
     let mut running = sandbox

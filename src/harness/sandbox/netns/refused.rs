@@ -95,7 +95,7 @@ pub struct HostAddress {
 impl HostAddress {
     /// What this address makes refused: itself, its on-link network (unless absurdly wide),
     /// and the peer of a point-to-point link.
-    fn refused(&self) -> impl Iterator<Item = IpPrefix> {
+    pub(crate) fn refused(&self) -> impl Iterator<Item = IpPrefix> {
         let widest = if self.addr.is_ipv4() {
             WIDEST_ON_LINK_V4
         } else {

@@ -1,0 +1,159 @@
+//! What the proxy saw: one tally per connection, counted as it goes and folded, when the
+//! connection ends (or is dropped at the run's end), into one line per host, port, kind and
+//! outcome. Memory stays bounded by the destinations, not by the connections.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::harness::egress::NetConnection;
+
+/// Lines kept at most; past this, connections to new destinations are folded into one line.
+const MAX_LINES: usize = 1000;
+
+type Key = (String, u16, &'static str, Option<String>);
+
+#[derive(Default)]
+pub struct Ledger {
+    lines: Mutex<BTreeMap<Key, NetConnection>>,
+}
+
+impl Ledger {
+    /// Start recording one connection.
+    pub fn open(self: &Arc<Self>, host: &str, port: u16, kind: &'static str) -> Tally {
+        Tally {
+            ledger: self.clone(),
+            host: host.to_string(),
+            port,
+            kind,
+            refused: Mutex::new(None),
+            address: Mutex::new(None),
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+        }
+    }
+
+    /// Every line, in order of host and port.
+    pub fn summary(&self) -> Vec<NetConnection> {
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        lines.values().cloned().collect()
+    }
+
+    fn fold(&self, t: &Tally) {
+        let refused = t.refused.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let address = *t.address.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut key: Key = (t.host.clone(), t.port, t.kind, refused.clone());
+        if lines.len() >= MAX_LINES && !lines.contains_key(&key) {
+            key = ("(more)".into(), 0, "", None);
+        }
+        let line = lines.entry(key.clone()).or_insert_with(|| NetConnection {
+            host: key.0.clone(),
+            port: key.1,
+            kind: key.2.to_string(),
+            refused: key.3.clone(),
+            address: None,
+            count: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+        });
+        line.count = line.count.saturating_add(1);
+        line.bytes_up = line.bytes_up.saturating_add(t.up.load(Ordering::Relaxed));
+        line.bytes_down = line
+            .bytes_down
+            .saturating_add(t.down.load(Ordering::Relaxed));
+        if let Some(a) = address {
+            line.address = Some(a.ip().to_string());
+        }
+    }
+}
+
+/// One connection being recorded; folded into its ledger when dropped.
+pub struct Tally {
+    ledger: Arc<Ledger>,
+    host: String,
+    port: u16,
+    kind: &'static str,
+    refused: Mutex<Option<String>>,
+    address: Mutex<Option<SocketAddr>>,
+    up: AtomicU64,
+    down: AtomicU64,
+}
+
+impl Tally {
+    /// The proxy refused it.
+    pub fn refuse(&self, why: String) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+
+    /// It was allowed, but no checked address answered.
+    pub fn failed(&self, why: String) {
+        self.refuse(why);
+    }
+
+    /// Connected to `at`.
+    pub fn reached(&self, at: SocketAddr) {
+        *self.address.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+    }
+
+    pub fn add_up(&self, n: u64) {
+        self.up.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn add_down(&self, n: u64) {
+        self.down.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Tally {
+    fn drop(&mut self) {
+        self.ledger.fold(self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_fold_into_one_line_per_destination_and_outcome() {
+        let l = Arc::new(Ledger::default());
+        for _ in 0..3 {
+            let t = l.open("crates.io", 443, "CONNECT");
+            t.reached("203.0.113.9:443".parse().unwrap());
+            t.add_up(10);
+            t.add_down(100);
+        }
+        let r = l.open("evil.example", 443, "CONNECT");
+        r.refuse("not allowed".into());
+        drop(r);
+        let s = l.summary();
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (
+                s[0].host.as_str(),
+                s[0].count,
+                s[0].bytes_up,
+                s[0].bytes_down
+            ),
+            ("crates.io", 3, 30, 300)
+        );
+        assert_eq!(s[0].address.as_deref(), Some("203.0.113.9"));
+        assert_eq!(s[1].refused.as_deref(), Some("not allowed"));
+    }
+
+    #[test]
+    fn lines_are_bounded_whatever_the_connections() {
+        let l = Arc::new(Ledger::default());
+        for i in 0..(MAX_LINES + 50) {
+            drop(l.open(&format!("h{i}.example"), 443, "CONNECT"));
+        }
+        let s = l.summary();
+        assert_eq!(s.len(), MAX_LINES + 1);
+        assert_eq!(
+            s.iter().find(|c| c.host == "(more)").map(|c| c.count),
+            Some(50)
+        );
+    }
+}
