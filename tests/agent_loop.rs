@@ -11,6 +11,8 @@ mod audit_log;
 mod compaction;
 #[path = "agent_loop/config.rs"]
 mod config;
+#[path = "agent_loop/egress.rs"]
+mod egress;
 #[path = "agent_loop/front_ends.rs"]
 mod front_ends;
 #[path = "agent_loop/mcp_client.rs"]
@@ -21,6 +23,8 @@ mod mcp_http;
 mod mcp_orphans;
 #[path = "agent_loop/mcp_serve.rs"]
 mod mcp_serve;
+#[path = "support/origin.rs"]
+mod origin;
 #[path = "agent_loop/prompt.rs"]
 mod prompt;
 #[path = "agent_loop/refusals.rs"]

@@ -34,6 +34,8 @@ mod network;
 
 #[path = "execution/egress.rs"]
 mod egress;
+#[path = "support/origin.rs"]
+mod origin;
 
 #[path = "execution/host_services.rs"]
 mod host_services;

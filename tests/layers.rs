@@ -277,3 +277,89 @@ fn routers_are_built_by_the_builder_or_a_listed_test() {
          build through SessionBuilder, or list the file in ROUTER_BY_HAND with its reason"
     );
 }
+
+/// The egress proxy's test-only reach (an exemption of an exact address, a resolver table, the
+/// variables that set them) exists only in a `test-hooks` build: every mention of it in `src/`
+/// sits under a `cfg` naming `test-hooks`, on itself or on an item around it. A release build
+/// therefore has none of it.
+#[test]
+fn the_egress_test_hooks_exist_only_in_test_builds() {
+    const HOOKS: &[&str] = &[
+        "exempt_egress_for_tests",
+        "resolve_egress_for_tests",
+        "egress_exempt",
+        "TableResolver",
+        "SPEAR_TEST_EGRESS",
+        "egress_hooks_from_env_for_tests",
+        "exempt:",
+        ".exempt",
+    ];
+    let mut seen = 0;
+    let mut ungated = Vec::new();
+    for (path, text) in sources().iter() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if HOOKS.iter().any(|h| code.contains(h)) {
+                seen += 1;
+                if !gated(&lines, i) {
+                    ungated.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        seen >= 10,
+        "only {seen} mentions found: the scan no longer finds the hooks"
+    );
+    assert!(
+        ungated.is_empty(),
+        "test-only egress hooks outside a test-hooks cfg:\n{}",
+        ungated.join("\n")
+    );
+    // Negative control: the same check flags an ungated use.
+    let fixture = [
+        "impl R {",
+        "    fn f(&self) {",
+        "        self.egress_exempt.push(x);",
+        "    }",
+        "}",
+    ];
+    assert!(!gated(&fixture, 2));
+    let gated_fixture = [
+        "#[cfg(any(test, feature = \"test-hooks\"))]",
+        "fn f(&self) {",
+        "    if x {",
+        "        self.egress_exempt.push(x);",
+        "    }",
+        "}",
+    ];
+    assert!(gated(&gated_fixture, 3));
+}
+
+/// Whether line `i` is under a `cfg` naming `test-hooks`: on the attribute lines right above
+/// it, or above the line that opens any block enclosing it.
+fn gated(lines: &[&str], i: usize) -> bool {
+    let attrs_gate = |at: usize| {
+        lines[..at]
+            .iter()
+            .rev()
+            .take_while(|l| l.trim_start().starts_with("#["))
+            .any(|l| l.contains("test-hooks"))
+    };
+    if attrs_gate(i) {
+        return true;
+    }
+    let mut balance: i64 = 0;
+    for j in (0..i).rev() {
+        let code = lines[j].split("//").next().unwrap_or("");
+        balance += code.matches('}').count() as i64 - code.matches('{').count() as i64;
+        if balance < 0 {
+            if attrs_gate(j) {
+                return true;
+            }
+            balance = 0;
+        }
+    }
+    false
+}

@@ -234,9 +234,11 @@ fn command_runner_config(root: &Path, harness: &HarnessSettings) -> RunnerConfig
 
 /// The runner of `config`, shared by the terminal's executor and the session's MCP servers.
 fn sandboxed_runner(config: RunnerConfig) -> Result<Arc<CommandRunner>, String> {
-    CommandRunner::new(config)
-        .map(Arc::new)
-        .map_err(|e| e.to_string())
+    #[allow(unused_mut)]
+    let mut runner = CommandRunner::new(config).map_err(|e| e.to_string())?;
+    #[cfg(feature = "test-hooks")]
+    runner.egress_hooks_from_env_for_tests();
+    Ok(Arc::new(runner))
 }
 
 /// The terminal's executor over `runner`; when the sandbox cannot be set up, one that says why
@@ -438,7 +440,10 @@ impl SessionBuilder {
         let root = &self.place.root;
         // One runner for the terminal's commands and the MCP servers: one ledger, one network
         // poison.
-        let runner = sandboxed_runner(command_runner_config(root, &self.harness));
+        let mut config = command_runner_config(root, &self.harness);
+        // The egress proxy refuses a plain-HTTP request carrying one of these.
+        config.known_secrets = self.known_secrets();
+        let runner = sandboxed_runner(config);
         let mcp = match (&runner, self.harness.mcp_servers.is_empty()) {
             (Ok(r), false) => Some(Arc::new(
                 McpClients::new(
@@ -446,7 +451,8 @@ impl SessionBuilder {
                     r.clone(),
                     &self.place.state,
                 )
-                .map_err(BuildError::McpRuntime)?,
+                .map_err(BuildError::McpRuntime)?
+                .with_egress(self.harness.egress.clone()),
             )),
             _ => None,
         };
@@ -471,6 +477,7 @@ impl SessionBuilder {
                 rules: self.rules()?,
                 hooks: self.checked_hooks()?,
                 known_secrets: known,
+                egress: self.harness.egress.clone(),
                 ..HostConfig::default()
             },
         );

@@ -216,6 +216,13 @@ pub fn run(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             )),
         },
     ));
+    checks.push(check(
+        "egress_proxy",
+        false,
+        rt.block_on(runner.ensure_proxy())
+            .map(|found| format!("{found}; {}", egress_words(&harness.egress)))
+            .map_err(|e| (Verdict::Refused, e, "see the reason".into())),
+    ));
     let slirp = runner.sandbox().slirp().map(|p| p.to_path_buf());
     checks.push(check(
         "slirp4netns",
@@ -590,6 +597,28 @@ fn probe_pidfd() -> Result<String, (Verdict, String, String)> {
             "Linux 5.3 or later is needed".into(),
         )),
     }
+}
+
+/// What a network grant reaches, as configured.
+fn egress_words(egress: &spear::harness::egress::Egress) -> String {
+    use spear::harness::egress::NetworkPath;
+    if egress.path == NetworkPath::Full {
+        return "network = \"full\": a grant takes slirp4netns (every internet address, no \
+                names, no per-connection record)"
+            .into();
+    }
+    let presets = egress.rules.presets();
+    let allow = egress.rules.allowed().count();
+    let deny = egress.rules.denied().count();
+    format!(
+        "a grant takes the proxy: {allow} allowed name(s){}, {deny} denied; other names are \
+         asked about in ASK and refused in AUTO",
+        if presets.is_empty() {
+            String::new()
+        } else {
+            format!(" (presets {})", presets.join(", "))
+        }
+    )
 }
 
 #[cfg(test)]

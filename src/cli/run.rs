@@ -32,7 +32,8 @@ pub struct RunArgs {
     /// Execution mode: safe, ask or auto (default: the config's, else ask).
     #[arg(long, value_name = "M")]
     pub mode: Option<ExecutionMode>,
-    /// Let commands that need the network have it (slirp4netns; host loopback unreachable).
+    /// Let commands that need the network have it (the egress proxy, by the names `[network]`
+    /// allows; `network = "full"`: slirp4netns).
     #[arg(long)]
     pub network: bool,
     /// Print one JSON event per line on stdout.

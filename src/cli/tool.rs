@@ -32,8 +32,9 @@ pub struct ToolArgs {
     /// Print the envelope as one JSON object.
     #[arg(long)]
     pub json: bool,
-    /// Let terminal commands that need the network have it (through slirp4netns; host
-    /// loopback stays unreachable). Without it they are denied, as the spec's session setting.
+    /// Let terminal commands that need the network have it (through the egress proxy, by the
+    /// names `[network]` allows; `network = "full"`: slirp4netns). Without it they are denied,
+    /// as the spec's session setting.
     #[arg(long)]
     pub network: bool,
     /// Call on the normative surface with the standard NAME engaged (standard.search, …).

@@ -101,6 +101,7 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
     let channel = tokio::sync::mpsc::unbounded_channel();
     let audit_session = format!("tui-{}", spear::agent::transcript::now_rfc3339());
     let health_config = builder::runner_config(&root, &harness);
+    let full_network = harness.egress.path == spear::harness::egress::NetworkPath::Full;
     let engaged = spear::tools::normative::EngagedStandard::default();
     if let Some(name) = &args.standard {
         super::standard::check_engageable(&state, name)?;
@@ -178,7 +179,11 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
             results,
         },
         start,
-        sandbox: Some(Box::pin(sandbox_health(health_config, network))),
+        sandbox: Some(Box::pin(sandbox_health(
+            health_config,
+            network,
+            full_network,
+        ))),
         log_dir: state.join("spear"),
         audit_paths: AuditPaths::new(&state, &root),
         notify: settings.as_ref().map(|s| s.notify).unwrap_or_default(),
@@ -201,7 +206,9 @@ pub fn run(args: TuiArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The sandbox as its preflight finds it (run once, in the background).
-async fn sandbox_health(config: RunnerConfig, network: bool) -> SandboxHealth {
+/// With the network on, the path a grant takes is checked too: slirp4netns for
+/// `network = "full"`, else the egress proxy.
+async fn sandbox_health(config: RunnerConfig, network: bool, full_network: bool) -> SandboxHealth {
     let runner = match CommandRunner::new(config) {
         Ok(r) => r,
         Err(e) => return SandboxHealth::Down(e.to_string()),
@@ -211,7 +218,12 @@ async fn sandbox_health(config: RunnerConfig, network: bool) -> SandboxHealth {
         Err(PreflightFailure::Refused(r)) => return SandboxHealth::Down(r),
         Err(f) => return SandboxHealth::Down(f.reason().to_string()),
     }
-    if network && let Err(why) = runner.ensure_network().await {
+    let path = match (network, full_network) {
+        (false, _) => Ok(()),
+        (true, true) => runner.ensure_network().await.map_err(|e| e.to_string()),
+        (true, false) => runner.ensure_proxy().await.map(|_| ()),
+    };
+    if let Err(why) = path {
         return SandboxHealth::Degraded(format!("network path: {why}"));
     }
     SandboxHealth::Ok

@@ -14,7 +14,8 @@ pub struct Variable {
 
 /// Every variable Spear reads by name, with what it does. Two more are named by the config
 /// file: a provider's `api_key_env` and `[web] brave_api_key_env`; and the live tests' hook
-/// `SPEAR_TEST_PID_MAX_NOT_NAMESPACED` exists only in a `test-hooks` build.
+/// `SPEAR_TEST_PID_MAX_NOT_NAMESPACED` and the egress proxy's `SPEAR_TEST_EGRESS_*` exist only
+/// in a `test-hooks` build.
 pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "SPEAR_BASE_URL",

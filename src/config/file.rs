@@ -18,7 +18,8 @@ use super::ConfigError;
 pub struct ConfigFile {
     pub default_provider: Option<Spanned<String>>,
     pub mode: Option<Spanned<String>>,
-    pub network: Option<bool>,
+    /// `network = true`, `network = "full"`, or a `[network]` table.
+    pub network: Option<NetworkSetting>,
     pub theme: Option<Spanned<String>>,
     /// How the screen calls the person back: "auto", "bell", "osc9", "osc777" or "off".
     pub notify: Option<Spanned<String>>,
@@ -144,6 +145,87 @@ pub struct CheckpointsTable {
     pub max_file_bytes: Option<Spanned<u64>>,
     #[serde(default)]
     pub ignore: Vec<Spanned<String>>,
+}
+
+/// `network = ...`: on or off, the path by name, or the whole table.
+#[derive(Debug)]
+pub enum NetworkSetting {
+    On(bool),
+    /// `"full"` (slirp4netns) or `"proxy"`: on, by that path.
+    Path(NetworkPathName),
+    Table(NetworkTable),
+}
+
+/// A network path as written (checked while the file is read, so its error has its place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkPathName {
+    Proxy,
+    Full,
+}
+
+impl std::str::FromStr for NetworkPathName {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "proxy" => Ok(NetworkPathName::Proxy),
+            "full" => Ok(NetworkPathName::Full),
+            other => Err(format!(
+                "`{other}` is not a network path: write \"proxy\" (by name, the default) or \
+                 \"full\" (slirp4netns, every internet address)"
+            )),
+        }
+    }
+}
+
+/// `[network]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkTable {
+    pub enabled: Option<bool>,
+    pub path: Option<Spanned<String>>,
+    #[serde(default)]
+    pub presets: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub allow: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub deny: Vec<Spanned<String>>,
+}
+
+impl<'de> Deserialize<'de> for NetworkSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = NetworkSetting;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("true, false, \"proxy\", \"full\" or a [network] table")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<NetworkSetting, E> {
+                Ok(NetworkSetting::On(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NetworkSetting, E> {
+                v.parse().map(NetworkSetting::Path).map_err(E::custom)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<NetworkSetting, A::Error> {
+                NetworkTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(NetworkSetting::Table)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl NetworkSetting {
+    /// Whether the session starts with the network on.
+    pub fn enabled(&self) -> bool {
+        match self {
+            NetworkSetting::On(b) => *b,
+            NetworkSetting::Path(_) => true,
+            NetworkSetting::Table(t) => t.enabled.unwrap_or(false),
+        }
+    }
 }
 
 /// `[results]`.

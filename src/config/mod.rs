@@ -180,6 +180,9 @@ pub struct HarnessSettings {
     /// `[sandbox] network_allow`: addresses or prefixes the network path may reach although
     /// they are refused by default (the host's own, private, link-local and special ranges).
     pub network_allow: Vec<crate::harness::sandbox::netns::IpPrefix>,
+    /// `network = "full"` or `[network]`: the path a network grant takes and, on the proxy,
+    /// the names it may reach (its decider refuses the rest until the session supplies one).
+    pub egress: crate::harness::egress::Egress,
     /// `[sandbox] root_uid = "host"`: a root Spear's commands run as the host's root.
     pub root_uid_host: bool,
     /// `[results] max_result_bytes` and `budget_bytes`.
@@ -210,6 +213,7 @@ impl Default for HarnessSettings {
             web_enabled: false,
             web: Default::default(),
             network_allow: Vec::new(),
+            egress: Default::default(),
             root_uid_host: false,
             store_limits: Default::default(),
             resource_limits: Default::default(),

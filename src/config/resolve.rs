@@ -8,7 +8,7 @@ use secrecy::SecretString;
 use toml::Spanned;
 
 use super::env::Env;
-use super::file::{ConfigFile, place, place_of_table};
+use super::file::{ConfigFile, NetworkPathName, NetworkSetting, place, place_of_table};
 use super::{
     ConfigError, DEFAULT_MAX_TOOL_CALLS, DEFAULT_RESPONSE_MAX_TOKENS, HarnessSettings, Notify,
     OPENAI_BASE_URL, ProviderConfig, Settings,
@@ -89,7 +89,7 @@ pub fn resolve(
         config_path: path.to_path_buf(),
         provider: provider(path, text, file, env, flags)?,
         mode,
-        network: flags.network || file.network.unwrap_or(false),
+        network: flags.network || file.network.as_ref().is_some_and(NetworkSetting::enabled),
         theme,
         max_tool_calls,
         response_max_tokens,
@@ -103,6 +103,72 @@ fn positive(v: Option<&Spanned<u32>>, default: u32) -> Result<u32, std::ops::Ran
         Some(n) => Ok(*n.get_ref()),
         None => Ok(default),
     }
+}
+
+/// `network = "full"` or `[network]`: the path a grant takes and the names it may reach.
+fn egress(
+    setting: Option<&NetworkSetting>,
+    bad: &dyn Fn(&std::ops::Range<usize>, String, &str) -> ConfigError,
+) -> Result<crate::harness::egress::Egress, ConfigError> {
+    use crate::harness::egress::{Egress, HostPattern, HostRules, NetworkPath};
+    let path_of = |p: NetworkPathName| match p {
+        NetworkPathName::Proxy => NetworkPath::Proxy,
+        NetworkPathName::Full => NetworkPath::Full,
+    };
+    let table = match setting {
+        None | Some(NetworkSetting::On(_)) => return Ok(Egress::default()),
+        Some(NetworkSetting::Path(p)) => {
+            return Ok(Egress {
+                path: path_of(*p),
+                ..Egress::default()
+            });
+        }
+        Some(NetworkSetting::Table(t)) => t,
+    };
+    let path =
+        match &table.path {
+            None => NetworkPath::Proxy,
+            Some(p) => path_of(p.get_ref().parse().map_err(|e: String| {
+                bad(&p.span(), e, "write path = \"proxy\" or path = \"full\"")
+            })?),
+        };
+    let check = |entries: &[toml::Spanned<String>]| -> Result<Vec<String>, ConfigError> {
+        entries
+            .iter()
+            .map(|e| {
+                HostPattern::parse(e.get_ref())
+                    .map(|_| e.get_ref().clone())
+                    .map_err(|why| {
+                        bad(
+                            &e.span(),
+                            why.to_string(),
+                            "write names like \"crates.io\", \"*.crates.io\" or \"example.com:8443\"",
+                        )
+                    })
+            })
+            .collect()
+    };
+    let allow = check(&table.allow)?;
+    let deny = check(&table.deny)?;
+    let mut presets = Vec::new();
+    for p in &table.presets {
+        HostRules::new(std::slice::from_ref(p.get_ref()), &[], &[]).map_err(|why| {
+            bad(
+                &p.span(),
+                why.to_string(),
+                "write presets = [\"rust\", \"python\", \"node\", \"git-hosts\"] (any of them)",
+            )
+        })?;
+        presets.push(p.get_ref().clone());
+    }
+    let rules = HostRules::new(&presets, &allow, &deny).map_err(|why| ConfigError::BadEnv {
+        var: "[network]".into(),
+        problem: why.to_string(),
+    })?;
+    Ok(Egress {
+        path,
+        ..Egress::by_name(std::sync::Arc::new(rules))
+    })
 }
 
 /// The tables the harness reads (`[sandbox]`, `[limits]`, `[cgroups]`, `[results]`), resolved. `spear exec` and
@@ -132,6 +198,7 @@ pub fn harness(
             }
         }
     }
+    let egress = egress(file.network.as_ref(), &bad)?;
     let root_uid_host = match &file.sandbox.root_uid {
         None => false,
         Some(v) => match v.get_ref().as_str() {
@@ -231,6 +298,7 @@ pub fn harness(
         web_enabled,
         web,
         network_allow,
+        egress,
         root_uid_host,
         store_limits: limits,
         resource_limits,

@@ -325,8 +325,9 @@ pub struct ToolResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Box<WorkspaceChanges>>,
     /// For a command that ran on the proxied network path: every connection it asked for.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub connections: Vec<crate::harness::egress::NetConnection>,
+    /// Boxed, as `changes` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Box<Vec<crate::harness::egress::NetConnection>>>,
 }
 
 impl ToolResult {
@@ -339,7 +340,7 @@ impl ToolResult {
             exit_code: None,
             changed_paths: Vec::new(),
             changes: None,
-            connections: Vec::new(),
+            connections: None,
         }
     }
 
@@ -353,7 +354,7 @@ impl ToolResult {
             exit_code: None,
             changed_paths: Vec::new(),
             changes: None,
-            connections: Vec::new(),
+            connections: None,
         }
     }
 
@@ -371,6 +372,11 @@ impl ToolResult {
 
     pub fn is_ok(&self) -> bool {
         self.status == ToolStatus::Ok
+    }
+
+    /// The connections a command asked the egress proxy for (none off that path).
+    pub fn connections(&self) -> &[crate::harness::egress::NetConnection] {
+        self.connections.as_deref().map_or(&[], Vec::as_slice)
     }
 }
 

@@ -29,6 +29,10 @@ pub struct ToolResultEnvelope {
     /// A command's changes by kind, and whether they could all be seen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<WorkspaceChanges>,
+    /// Every connection a command asked the egress proxy for: reached (bytes each way) or
+    /// refused, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<crate::harness::egress::NetConnection>,
     /// The terminal command's class.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub class: Option<CommandClass>,
@@ -126,6 +130,7 @@ impl ToolResultEnvelope {
             exit_code: result.exit_code,
             changed_paths: result.changed_paths,
             changes: result.changes.map(|c| *c),
+            connections: result.connections.map(|c| *c).unwrap_or_default(),
             class: None,
             total_bytes,
             total_lines,
@@ -168,12 +173,45 @@ impl ToolResultEnvelope {
         if let Some(c) = &self.changes {
             out.push_str(&changes_line(c));
         }
+        if !self.connections.is_empty() {
+            out.push_str(&connections_line(&self.connections));
+        }
         if let Some(note) = &self.store_note {
             out.push_str(&format!("[result store: {note}]\n"));
         }
         out.push_str(&self.preview);
         out
     }
+}
+
+/// Where a command's connections went, for the model: each destination reached, and each
+/// refused with the reason (so a failed download reads as the policy it was).
+fn connections_line(connections: &[crate::harness::egress::NetConnection]) -> String {
+    const NAMED: usize = 20;
+    let mut parts: Vec<String> = connections
+        .iter()
+        .take(NAMED)
+        .map(|c| {
+            let times = if c.count > 1 {
+                format!(" ×{}", c.count)
+            } else {
+                String::new()
+            };
+            match &c.refused {
+                Some(why) => format!("refused {}{times}: {why}", c.target()),
+                None => format!(
+                    "reached {}{times} ({} B up, {} B down)",
+                    c.target(),
+                    c.bytes_up,
+                    c.bytes_down
+                ),
+            }
+        })
+        .collect();
+    if connections.len() > NAMED {
+        parts.push(format!("and {} more", connections.len() - NAMED));
+    }
+    format!("[network through the egress proxy: {}]\n", parts.join("; "))
 }
 
 /// What a command changed, for the model: a few names of each kind, and whether the comparison

@@ -16,6 +16,7 @@ pub mod approval;
 pub mod checkpoints;
 pub mod coding;
 pub mod documents;
+pub mod egress;
 pub mod envelope;
 pub mod executor;
 pub mod exposure;

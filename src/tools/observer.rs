@@ -173,6 +173,7 @@ impl AuditObserver {
             hooks: call.hooks.to_vec(),
             checkpoint: env.checkpoint.clone(),
             mcp_tool: call.mcp_tool.cloned(),
+            connections: env.connections.clone(),
             sandbox_user: self
                 .sandbox_user
                 .filter(|_| call.is_command)

@@ -143,6 +143,19 @@ fn errors_name_the_file_the_line_and_the_key_with_a_fix() {
             ":2:",
             "`sandbox.network_allow`",
         ),
+        ("network = \"fullx\"\n", ":1:", "`network`"),
+        (
+            "[network]\nallow = [\"crates.io\", \"*.com\"]\n",
+            ":2:",
+            "`network.allow`",
+        ),
+        (
+            "[network]\npresets = [\"ruby\"]\n",
+            ":2:",
+            "`network.presets`",
+        ),
+        ("[network]\npath = \"direct\"\n", ":2:", "`network.path`"),
+        ("[network]\nallowed = []\n", ":2:", "`network.allowed`"),
         (
             "[sandbox]\nroot_uid = \"nobody\"\n",
             ":2:",
@@ -421,4 +434,44 @@ fn the_readme_configuration_resolves_for_every_provider_it_shows() {
             .name,
         "openai"
     );
+}
+
+#[test]
+fn the_network_setting_reads_as_a_switch_a_path_or_a_table() {
+    use spear::harness::egress::{Host, NameVerdict, NetworkPath};
+    let (_d, path) = dir();
+    let env = [
+        ("SPEAR_MODEL", "m"),
+        ("SPEAR_BASE_URL", "http://127.0.0.1:9/v1"),
+    ];
+    let load = |text: &str| load_text(&path, text, &env, &Flags::default()).unwrap();
+    let off = load("network = false\n");
+    assert!(!off.network);
+    assert_eq!(off.harness.egress.path, NetworkPath::Proxy);
+    let full = load("network = \"full\"\n");
+    assert!(full.network);
+    assert_eq!(full.harness.egress.path, NetworkPath::Full);
+    let table = load(
+        "[network]\nenabled = true\npresets = [\"rust\"]\nallow = [\"*.example.com\"]\n\
+         deny = [\"static.crates.io\"]\n",
+    );
+    assert!(table.network);
+    let rules = &table.harness.egress.rules;
+    let name = |n: &str| Host::parse(n).unwrap();
+    assert_eq!(
+        rules.verdict(&name("index.crates.io"), 443),
+        NameVerdict::Allowed
+    );
+    assert_eq!(
+        rules.verdict(&name("a.example.com"), 443),
+        NameVerdict::Allowed
+    );
+    assert!(matches!(
+        rules.verdict(&name("static.crates.io"), 443),
+        NameVerdict::Denied(_)
+    ));
+    assert_eq!(rules.verdict(&name("pypi.org"), 443), NameVerdict::Unlisted);
+    assert_eq!(rules.presets(), ["rust".to_string()]);
+    // The table without `enabled` leaves the network off until --network or /network on.
+    assert!(!load("[network]\nallow = [\"crates.io\"]\n").network);
 }

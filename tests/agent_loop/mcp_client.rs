@@ -97,7 +97,7 @@ impl Env {
 
     /// The binary with this environment, in a session of its own (`setsid`: no controlling
     /// terminal, so ASK cannot be answered here, as in CI).
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new("setsid");
         c.arg("--wait")
             .arg(spear_bin())

@@ -209,7 +209,8 @@ async fn with_the_network_it_gets_a_commands_path_and_never_host_loopback() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let net_only = profile(&[spear::harness::primitives::Capability::Network]);
+    let mut net_only = profile(&[spear::harness::primitives::Capability::Network]);
+    net_only.egress.path = spear::harness::egress::NetworkPath::Full;
     let marker = format!("spear-long-lived-net-{}", std::process::id());
     let script = format!(
         r#"while read -r what; do
@@ -243,6 +244,56 @@ async fn with_the_network_it_gets_a_commands_path_and_never_host_loopback() {
     );
     p.stop().await.expect("its death and slirp's are confirmed");
     assert_none_survive(&marker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_its_network_is_the_egress_proxy_by_name() {
+    let (_d, ws) = workspace();
+    let origin = crate::origin::Origin::start(None);
+    let rules = spear::harness::egress::HostRules::new(
+        &[],
+        &[format!("allowed.test:{}", origin.port())],
+        &[],
+    )
+    .unwrap();
+    let by_name = profile(&[spear::harness::primitives::Capability::Network]).with_egress(
+        spear::harness::egress::Egress::by_name(std::sync::Arc::new(rules)),
+    );
+    let mut r = runner(&ws);
+    r.resolve_egress_for_tests(
+        spear::harness::sandbox::proxy::resolve::TableResolver::from_spec(
+            "allowed.test=127.0.0.1;other.test=127.0.0.1",
+            None,
+        ),
+    );
+    r.exempt_egress_for_tests(origin.at);
+    let script = format!(
+        r#"while read -r what; do
+             case "$what" in
+               env) echo "$HTTPS_PROXY"; grep -c tap0 /proc/net/dev ;;
+               get) curl -sS --max-time 10 http://allowed.test:{p}/x; echo; curl -sS --max-time 10 http://other.test:{p}/x | grep -o refused ;;
+             esac
+             echo end
+           done"#,
+        p = origin.port()
+    );
+    let mut p = r
+        .start_long_lived(&by_name, sh(&script))
+        .await
+        .expect("a long-lived process on the proxy path starts");
+    assert!(p.networked());
+    let mut stdin = p.stdin.take().unwrap();
+    let mut out = BufReader::new(p.stdout.take().unwrap());
+    let got = until_end(&mut stdin, &mut out, "env").await;
+    assert_eq!(got, "http://127.0.0.1:3128\n0\n", "{got}");
+    let got = until_end(&mut stdin, &mut out, "get").await;
+    assert!(got.starts_with("hello\n"), "{got}");
+    assert!(
+        got.contains("refused"),
+        "an unlisted name must be refused: {got}"
+    );
+    assert_eq!(origin.received().len(), 1);
+    p.stop().await.expect("its death is confirmed");
 }
 
 /// Send `line`; the lines answered before `end`.

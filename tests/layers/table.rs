@@ -186,6 +186,10 @@ pub const TABLE: &[Layer] = &[
             ),
             ("secrets", "every record is redacted"),
             ("rules", "a record names the rule that decided"),
+            (
+                "egress",
+                "a command's record lists the connections the egress proxy saw",
+            ),
         ],
         private: &[],
     },
@@ -357,6 +361,11 @@ pub const TABLE: &[Layer] = &[
                 "the values handed to an MCP server are redacted from what the tools return",
             ),
             (
+                "egress",
+                "the router supplies the egress decider (rules, mode, approver); the envelope \
+                 shows the connections; MCP servers reach names as commands do",
+            ),
+            (
                 "refused address ranges",
                 "the web pair refuses the same ranges as the sandbox's network path: one table",
             ),
@@ -423,6 +432,10 @@ pub const TABLE: &[Layer] = &[
         holds: &["spear::config"],
         within: None,
         may_use: &[
+            (
+                "egress",
+                "`network = \"full\"` and `[network]` are read into the egress path and names",
+            ),
             ("primitives", "the file and the flags name a mode"),
             (
                 "tools",
@@ -559,6 +572,10 @@ pub const TABLE: &[Layer] = &[
         holds: &["main"],
         within: None,
         may_use: &[
+            (
+                "egress",
+                "spear doctor says which network path a grant takes and what it allows",
+            ),
             ("agent", "main.rs wires the layers"),
             ("config", "main.rs reads the settings"),
             (

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::summary::summarize_command;
 use crate::harness::command_policy::CommandClass;
+use crate::harness::egress::NetConnection;
 use crate::harness::primitives::{ExecutionMode, ToolStatus};
 use crate::harness::rules::RuleRef;
 use crate::harness::secrets::redact_text;
@@ -171,6 +172,8 @@ pub struct AuditEvent {
     pub sandbox_user: Option<String>,
     /// The MCP tool the call reached, with the version it was decided on.
     pub mcp_tool: Option<McpToolRef>,
+    /// Every connection a command asked the egress proxy for (host, port, bytes, refusal).
+    pub connections: Vec<NetConnection>,
 }
 
 impl AuditEvent {
@@ -198,6 +201,7 @@ impl AuditEvent {
             sandbox_user: None,
             checkpoint: None,
             mcp_tool: None,
+            connections: Vec::new(),
         }
     }
 }
@@ -257,6 +261,9 @@ pub struct AuditRecord {
     /// The MCP tool the call reached (an addition to format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_tool: Option<McpToolRef>,
+    /// The connections a command asked the egress proxy for (an addition to format 1).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub connections: Vec<NetConnection>,
     /// Hash of the previous record (64 zeros for the first).
     pub prev: String,
 }
@@ -342,6 +349,7 @@ impl AuditRecord {
                 ..c
             }),
             mcp_tool: event.mcp_tool.clone(),
+            connections: event.connections.clone(),
             prev: String::new(),
         }
     }
@@ -415,6 +423,20 @@ impl AuditRecord {
         }
         if r.changes_incomplete {
             line.push_str("  [changes possibly incomplete]");
+        }
+        if !r.connections.is_empty() {
+            let shown: Vec<String> = r
+                .connections
+                .iter()
+                .map(|c| {
+                    let what = match &c.refused {
+                        Some(_) => "refused",
+                        None => "reached",
+                    };
+                    format!("{} {what}", escape_controls(&c.target()))
+                })
+                .collect();
+            line.push_str(&format!("  net: {}", shown.join(", ")));
         }
         line
     }

@@ -367,11 +367,32 @@ impl CommandRunner {
         self.egress_exempt.push(at);
     }
 
+    /// Test-only: the resolver table and exemptions a `test-hooks` binary is given through
+    /// the variables of `proxy::resolve` (`SPEAR_TEST_EGRESS_*`).
+    #[cfg(any(test, feature = "test-hooks"))]
+    #[doc(hidden)]
+    pub fn egress_hooks_from_env_for_tests(&mut self) {
+        use proxy::resolve::{EXEMPT_VAR, LOOKUPS_VAR, RESOLVE_VAR, TableResolver};
+        if let Ok(spec) = std::env::var(RESOLVE_VAR) {
+            let log = std::env::var_os(LOOKUPS_VAR).map(PathBuf::from);
+            self.resolve_egress_for_tests(TableResolver::from_spec(&spec, log));
+        }
+        if let Ok(list) = std::env::var(EXEMPT_VAR) {
+            for at in list.split(',').filter_map(|a| a.trim().parse().ok()) {
+                self.exempt_egress_for_tests(at);
+            }
+        }
+    }
+
     /// What the egress proxy of one run decides with.
-    fn proxy_context(&self, req: &RunRequest) -> proxy::ProxyContext {
+    fn proxy_context(
+        &self,
+        egress: &crate::harness::egress::Egress,
+        command: String,
+    ) -> proxy::ProxyContext {
         proxy::ProxyContext {
-            egress: req.profile.egress.clone(),
-            command: req.command.clone(),
+            egress: egress.clone(),
+            command,
             network_allow: self.config.network_allow.clone(),
             secrets: self.config.known_secrets.clone(),
             resolver: self.egress_resolver.clone(),
@@ -695,7 +716,7 @@ impl CommandRunner {
                 &limits,
                 sink,
                 timeout,
-                self.proxy_context(req),
+                self.proxy_context(&req.profile.egress, req.command.clone()),
             )
             .await
         } else {
@@ -783,7 +804,7 @@ impl CommandRunner {
     /// of it) and never write it: a session-long
     /// writer would keep the sandbox's placeholder files in the tree and escape the
     /// after-command checks and checkpoints. With the network in its profile it gets the
-    /// same path a command gets (slirp4netns, the same refused ranges).
+    /// same path a command gets (the egress proxy by the profile's names, or slirp4netns).
     pub async fn start_long_lived(
         &self,
         profile: &ExecutionProfile,
@@ -803,11 +824,16 @@ impl CommandRunner {
         self.ensure_sandbox()
             .await
             .map_err(|f| LongLivedError::Preflight(f.reason().to_string()))?;
-        if profile.network {
+        if profile.network && profile.egress.path == NetworkPath::Full {
             self.ensure_network()
                 .await
                 .map_err(|e| LongLivedError::Preflight(e.to_string()))?;
         }
+        let command = argv
+            .iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ");
         let mut spec = self.build_spec(profile, argv)?;
         // Granted no workspace, it sees none (a command always sees its own).
         spec.workspace_hidden = !profile.workspace_read;
@@ -817,10 +843,16 @@ impl CommandRunner {
             spec.env.retain(|(n, _)| n != name);
         }
         spec.secret_env = profile.secrets_allowed.clone();
-        let network = profile.network.then(|| LongLivedNetwork {
-            allow_host_loopback: self.host_loopback_for_tests,
-            network_allow: &self.config.network_allow,
-        });
+        let network = match (profile.network, profile.egress.path) {
+            (false, _) => None,
+            (true, NetworkPath::Full) => Some(LongLivedNetwork::Slirp {
+                allow_host_loopback: self.host_loopback_for_tests,
+                network_allow: &self.config.network_allow,
+            }),
+            (true, NetworkPath::Proxy) => Some(LongLivedNetwork::Proxy(
+                self.proxy_context(&profile.egress, command),
+            )),
+        };
         Ok(self
             .sandbox
             .start_long_lived(spec, &self.launch_limits(), network)
@@ -862,6 +894,42 @@ impl CommandRunner {
         };
         cache.insert(self.workspace.clone(), r.clone());
         r
+    }
+
+    /// The proxy path's check: a sandbox on it finds the proxy's socket on its own loopback,
+    /// and the proxy answers a CONNECT to a name no list holds with a refusal, recorded. What
+    /// it found, in words.
+    pub async fn ensure_proxy(&self) -> Result<String, String> {
+        let mut profile = ExecutionProfile::read_only();
+        profile.network = true;
+        profile.shell_complex = true;
+        let script = "exec 3<>/dev/tcp/127.0.0.1/3128 || exit 3; \
+                      printf 'CONNECT doctor.invalid:443 HTTP/1.1\\r\\n\\r\\n' >&3; \
+                      head -c 12 <&3; echo; \
+                      grep -q tap0 /proc/net/dev && echo has-tap0; \
+                      [ \"$HTTPS_PROXY\" = http://127.0.0.1:3128 ] || echo no-proxy-variable";
+        let req = RunRequest {
+            command: script.to_string(),
+            profile,
+            timeout: Some(crate::harness::sandbox::PREFLIGHT_LIMIT),
+        };
+        let res = self.run(&req, &mut crate::harness::process::NullSink).await;
+        let refused = res
+            .connections()
+            .iter()
+            .any(|c| c.host == "doctor.invalid" && c.refused.is_some());
+        match (res.stdout.trim(), refused) {
+            ("HTTP/1.1 403", true) => Ok(
+                "a command's namespace has loopback only; the proxy's socket is on its \
+                 127.0.0.1:3128, and an unlisted name is refused and recorded"
+                    .into(),
+            ),
+            (out, _) => Err(format!(
+                "the proxy path did not answer as it should ({}; {})",
+                if out.is_empty() { "no answer" } else { out },
+                res.reason.unwrap_or_else(|| res.stderr.trim().to_string())
+            )),
+        }
     }
 
     fn to_result(&self, o: SandboxOutcome, timeout: Duration) -> ToolResult {
@@ -953,7 +1021,7 @@ impl CommandRunner {
             exit_code: code,
             changed_paths: Vec::new(),
             changes: None,
-            connections: o.connections,
+            connections: (!o.connections.is_empty()).then(|| Box::new(o.connections)),
         }
     }
 }

@@ -200,14 +200,64 @@ impl RuleBook {
         ceiling: Ceiling,
         scope: SaveScope,
     ) -> Result<RuleRef, String> {
+        self.keep_raw(
+            RawRule {
+                action: Some(RuleAction::Allow),
+                command: Some(pattern.to_string()),
+                class: Some(ceiling.class),
+                capabilities: Some(ceiling.capabilities),
+                ..RawRule::default()
+            },
+            scope,
+        )
+    }
+
+    /// Keep an allow of the name `net:HOST:PORT` the egress proxy asked about, as `keep` keeps
+    /// a command's.
+    pub fn keep_name(&self, host: &str, port: u16, scope: SaveScope) -> Result<RuleRef, String> {
+        self.keep_raw(
+            RawRule {
+                action: Some(RuleAction::Allow),
+                subject: Some(format!("net:{host}:{port}")),
+                ..RawRule::default()
+            },
+            scope,
+        )
+    }
+
+    /// What the `net:` rules say about `host:port` in `mode`: the strongest action among the
+    /// rules naming it (deny over ask over allow), and the rule. A rule without a port names
+    /// every port; `net:*.example.com` names the names below example.com.
+    pub fn name_verdict(
+        &self,
+        mode: ExecutionMode,
+        host: &str,
+        port: u16,
+    ) -> Option<(RuleAction, RuleRef)> {
+        self.rules()
+            .into_iter()
+            .filter(|r| r.applies_in(mode))
+            .filter(|r| match &r.subject {
+                Subject::Net { host: h, port: p } => {
+                    p.is_none_or(|p| p == port)
+                        && match h.strip_prefix("*.") {
+                            Some(suffix) => host
+                                .strip_suffix(suffix)
+                                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+                            None => h == host,
+                        }
+                }
+                _ => false,
+            })
+            .max_by_key(|r| r.action)
+            .map(|r| (r.action, r.reference()))
+    }
+
+    fn keep_raw(&self, raw: RawRule, scope: SaveScope) -> Result<RuleRef, String> {
         let raw = RawRule {
-            action: Some(RuleAction::Allow),
-            command: Some(pattern.to_string()),
-            class: Some(ceiling.class),
-            capabilities: Some(ceiling.capabilities),
             workspace: (scope == SaveScope::Workspace).then(|| self.inner.root.clone()),
             global: scope == SaveScope::Global,
-            ..RawRule::default()
+            ..raw
         };
         if scope == SaveScope::Session {
             let rule = RawRule {

@@ -22,18 +22,23 @@ use crate::harness::process::{HeldChild, ProcessError};
 /// How long a stop waits for each process to die before it reports the death unconfirmed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// The network path a long-lived process gets: slirp4netns, as a command's, refusing the same
-/// ranges.
-pub struct LongLivedNetwork<'a> {
-    pub allow_host_loopback: bool,
-    pub network_allow: &'a [IpPrefix],
+/// The network path a long-lived process gets, as a command's: the egress proxy by name, or
+/// slirp4netns refusing the same ranges.
+pub enum LongLivedNetwork<'a> {
+    Proxy(super::proxy::ProxyContext),
+    Slirp {
+        allow_host_loopback: bool,
+        network_allow: &'a [IpPrefix],
+    },
 }
 
 /// A long-lived sandboxed process. Dropping it kills the whole sandbox.
 pub struct LongLived {
     running: Running,
-    /// slirp4netns, when it has the network: stopped with it.
+    /// slirp4netns, when it has the network that way: stopped with it.
     helper: Option<HeldChild>,
+    /// The egress proxy, when it has the network that way: it serves until the process ends.
+    proxy: Option<super::proxy::Proxy>,
     /// The sandbox's network poison: set when the death of a networked launch cannot be
     /// confirmed, so no later network request is served.
     poison: Option<Arc<AtomicBool>>,
@@ -59,24 +64,34 @@ impl BubblewrapSandbox {
         let mut limits = limits.clone();
         limits.cancel = None;
         let stdin = Some(File::from(read));
-        let (mut running, helper) = match network {
+        let (mut running, helper, proxy) = match network {
             None => (
                 self.start(spec, &limits, Vec::new(), stdin, STATUS_LIMIT)
                     .await?,
                 None,
+                None,
             ),
-            Some(n) => {
+            Some(LongLivedNetwork::Proxy(ctx)) => {
+                let (running, proxy) =
+                    super::proxy::start_with_proxy(self, spec, &limits, stdin, STATUS_LIMIT, ctx)
+                        .await?;
+                (running, None, proxy)
+            }
+            Some(LongLivedNetwork::Slirp {
+                allow_host_loopback,
+                network_allow,
+            }) => {
                 let (running, helper) = netns::start_with_slirp(
                     self,
                     spec,
                     &limits,
                     stdin,
                     STATUS_LIMIT,
-                    n.allow_host_loopback,
-                    n.network_allow,
+                    allow_host_loopback,
+                    network_allow,
                 )
                 .await?;
-                (running, Some(helper))
+                (running, Some(helper), None)
             }
         };
         running.release();
@@ -87,6 +102,7 @@ impl BubblewrapSandbox {
                 .is_some()
                 .then(|| self.network_containment_failed.clone()),
             helper,
+            proxy,
             running,
             stdin: Some(stdin),
             stdout,
@@ -104,6 +120,9 @@ impl LongLived {
             Some(h) => h.stop(STOP_GRACE).await.map(|_| ()),
             None => Ok(()),
         };
+        if let Some(p) = self.proxy.take() {
+            p.stop().await;
+        }
         let stopped = sandbox.and(helper);
         if stopped.is_err()
             && let Some(p) = &self.poison
@@ -141,7 +160,7 @@ impl LongLived {
 
     /// Whether it has the network.
     pub fn networked(&self) -> bool {
-        self.helper.is_some()
+        self.helper.is_some() || self.proxy.is_some()
     }
 
     /// Wait until it ends by itself (or was killed).

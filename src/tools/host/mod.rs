@@ -58,6 +58,9 @@ pub struct HostConfig {
     /// Secret values Spear knows (its environment's, the workspace's `.env` files', those
     /// handed to MCP servers): no call granted the network may carry one out.
     pub known_secrets: crate::harness::secrets::KnownSecrets,
+    /// `network = "full"` or `[network]`: the path a network grant takes and the names it may
+    /// reach; the router supplies the decider for each command.
+    pub egress: crate::harness::egress::Egress,
 }
 
 /// An external capability as `spear-capability` describes it.

@@ -441,7 +441,11 @@ impl ToolRouter {
             }
             Some(a) => {
                 trace.steps.push(Step::Classify);
-                self.authorize(turn, &a, trace, preview.as_ref())?
+                let (profile, decision) = self.authorize(turn, &a, trace, preview.as_ref())?;
+                (
+                    self.with_egress(profile, turn, &call.id, &spec.name, a.class),
+                    decision,
+                )
             }
         };
         trace.started = Instant::now();
@@ -509,6 +513,31 @@ impl ToolRouter {
                 ))
             }
         }
+    }
+
+    /// A profile granted the network reaches names as the configuration says, and asks the
+    /// turn's approver (through the rules and the mode) about the rest.
+    fn with_egress(
+        &self,
+        profile: ExecutionProfile,
+        turn: &Turn,
+        call_id: &str,
+        tool: &str,
+        class: CommandClass,
+    ) -> ExecutionProfile {
+        if !profile.network {
+            return profile;
+        }
+        let decider = crate::tools::egress::NameAsk {
+            mode: turn.mode,
+            rules: self.host.rules().clone(),
+            approver: turn.approver.clone(),
+            call_id: call_id.to_string(),
+            tool: tool.to_string(),
+            class,
+        };
+        let egress = self.host.config().egress.clone().asking(Arc::new(decider));
+        profile.with_egress(egress)
     }
 
     fn authorize(

@@ -78,12 +78,32 @@ pub struct ProxyContext {
 /// serving until the command ends.
 pub async fn run_with_proxy(
     sandbox: &BubblewrapSandbox,
-    mut spec: SandboxSpec,
+    spec: SandboxSpec,
     limits: &LaunchLimits,
     sink: &mut dyn OutputSink,
     timeout: Duration,
     ctx: ProxyContext,
 ) -> Result<SandboxOutcome, SandboxError> {
+    let (mut running, proxy) = start_with_proxy(sandbox, spec, limits, None, timeout, ctx).await?;
+    running.release();
+    let mut outcome = running.finish(sink, timeout).await;
+    if let Some(p) = proxy {
+        outcome.connections = p.stop().await;
+    }
+    Ok(outcome)
+}
+
+/// Launch `spec` on the proxied path, the command still held: the caller releases it and owns
+/// the proxy, which serves until stopped or dropped. No proxy when bwrap ended before its
+/// command (`finish` then reports what bwrap said).
+pub(crate) async fn start_with_proxy(
+    sandbox: &BubblewrapSandbox,
+    mut spec: SandboxSpec,
+    limits: &LaunchLimits,
+    stdin: Option<std::fs::File>,
+    timeout: Duration,
+    ctx: ProxyContext,
+) -> Result<(super::launch::Running, Option<Proxy>), SandboxError> {
     spec.env
         .retain(|(k, _)| !proxy_env().iter().any(|(p, _)| p == k));
     spec.env.extend(proxy_env());
@@ -94,26 +114,28 @@ pub async fn run_with_proxy(
         listen: Some(PROXY_ADDR),
     });
     let mut running = sandbox
-        .start(spec, &limits, Vec::new(), None, timeout)
+        .start(spec, &limits, Vec::new(), stdin, timeout)
         .await?;
-    // No listener: bwrap ended before its command; `finish` reports what it said.
     let proxy = match running.take_listener() {
         Some(fd) => Some(Proxy::start(fd, ctx)?),
         None => None,
     };
-    running.release();
-    let mut outcome = running.finish(sink, timeout).await;
-    if let Some(p) = proxy {
-        outcome.connections = p.stop().await;
-    }
-    Ok(outcome)
+    Ok((running, proxy))
 }
 
-/// A running proxy: its accept loop and the ledger of what it saw.
+/// A running proxy: its accept loop and the ledger of what it saw. Dropped, it stops serving.
 pub struct Proxy {
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
     ledger: Arc<Ledger>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(t) = &self.task {
+            t.abort();
+        }
+    }
 }
 
 impl Proxy {
@@ -129,13 +151,21 @@ impl Proxy {
         });
         let (stop, stopped) = oneshot::channel();
         let task = tokio::spawn(accept_loop(listener, shared, stopped));
-        Ok(Proxy { stop, task, ledger })
+        Ok(Proxy {
+            stop: Some(stop),
+            task: Some(task),
+            ledger,
+        })
     }
 
     /// Stop accepting, end every connection, and return the record of them all.
-    pub async fn stop(self) -> Vec<crate::harness::egress::NetConnection> {
-        let _ = self.stop.send(());
-        let _ = self.task.await;
+    pub async fn stop(mut self) -> Vec<crate::harness::egress::NetConnection> {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
         self.ledger.summary()
     }
 }

@@ -32,6 +32,16 @@ impl Resolve for SystemResolver {
     }
 }
 
+/// Tests only: the variables a `test-hooks` build of the binary reads (no release build has
+/// them): a resolver table `name=addr,...;name=...`, the file each lookup is logged to, and the
+/// exact `addr:port`s (comma-separated) the proxy may reach although refused.
+#[cfg(any(test, feature = "test-hooks"))]
+pub const RESOLVE_VAR: &str = "SPEAR_TEST_EGRESS_RESOLVE";
+#[cfg(any(test, feature = "test-hooks"))]
+pub const LOOKUPS_VAR: &str = "SPEAR_TEST_EGRESS_LOOKUPS";
+#[cfg(any(test, feature = "test-hooks"))]
+pub const EXEMPT_VAR: &str = "SPEAR_TEST_EGRESS_EXEMPT";
+
 /// Tests only: names answered from a table; every name asked for is appended to `log`.
 #[cfg(any(test, feature = "test-hooks"))]
 #[derive(Debug, Clone, Default)]

@@ -111,6 +111,9 @@ pub struct McpClients {
     /// What the session last said of the network (`grant_network`); each call's own switch is
     /// checked besides.
     network_granted: std::sync::atomic::AtomicBool,
+    /// What a server granted the network reaches (`[network]`): the same names as a command,
+    /// no one asked about the rest (a server's connections come mid-call, unannounced).
+    egress: crate::harness::egress::Egress,
 }
 
 /// Ends every server, and confirms its processes died (killed through their pidfds), before the
@@ -178,7 +181,18 @@ impl McpClients {
             known,
             starting: Mutex::new(()),
             network_granted: std::sync::atomic::AtomicBool::new(true),
+            egress: Default::default(),
         })
+    }
+
+    /// The servers reach the network by `egress`'s path and names (its decider is not used:
+    /// an unlisted name is refused).
+    pub fn with_egress(mut self, egress: crate::harness::egress::Egress) -> Self {
+        self.egress = crate::harness::egress::Egress {
+            decider: std::sync::Arc::new(crate::harness::egress::RefuseUnlisted),
+            ..egress
+        };
+        self
     }
 
     /// The values handed to servers, for whoever records or shows text (the audit log).
@@ -508,7 +522,8 @@ impl McpClients {
         }
         let profile =
             ExecutionProfile::from_granted(CapabilitySet::of(&caps), cfg.read_paths.clone())
-                .with_secrets(Secrets::new(handed));
+                .with_secrets(Secrets::new(handed))
+                .with_egress(self.egress.clone());
         let McpLaunch::Stdio { command, args } = &cfg.launch else {
             return self.start_http(cfg);
         };
