@@ -214,6 +214,15 @@ fn is_host_name(name: &str) -> bool {
         })
 }
 
+/// Whether the last label is a number (`1572395790`, `0x7f.1`, `127.1`): resolvers read such a
+/// "name" as an address, so it is not taken for a name (a deny entry naming the address would
+/// not see it).
+fn numeric_tail(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    last.bytes().all(|b| b.is_ascii_digit())
+        || (last.starts_with("0x") && last[2..].bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// A host a command asked the proxy for, normalised: a lowercase name without a trailing dot,
 /// or an address written as an IP literal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -226,12 +235,13 @@ impl Host {
     /// Read the host part of a proxy request (`Example.COM.`, `[::1]`, `10.0.0.1`); `None` when
     /// it is neither a name nor an address.
     pub fn parse(text: &str) -> Option<Host> {
-        let bare = text.trim_start_matches('[').trim_end_matches(']');
+        let trimmed = text.trim_end_matches('.');
+        let bare = trimmed.trim_start_matches('[').trim_end_matches(']');
         if let Ok(ip) = bare.parse() {
             return Some(Host::Address(ip));
         }
-        let name = text.trim_end_matches('.').to_ascii_lowercase();
-        is_host_name(&name).then_some(Host::Name(name))
+        let name = trimmed.to_ascii_lowercase();
+        (is_host_name(&name) && !numeric_tail(&name)).then_some(Host::Name(name))
     }
 }
 
@@ -336,6 +346,12 @@ pub type EgressQuestion = Pin<Box<dyn Future<Output = EgressAnswer> + Send>>;
 /// `command` is the command line the connection belongs to, as the person should be shown it.
 pub trait EgressDecider: Send + Sync {
     fn decide(&self, command: &str, host: &Host, port: u16) -> EgressQuestion;
+
+    /// Why a name the lists allow is refused all the same (the person's own deny rule), or
+    /// `None`. Asked before any lookup, without waiting.
+    fn vetoes(&self, _host: &Host, _port: u16) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The decider of a run no one can be asked in: every unlisted name is refused.
@@ -575,8 +591,28 @@ mod tests {
 
     #[test]
     fn hosts_that_are_neither_name_nor_address_do_not_parse() {
-        for bad in ["", "a b", "exa\u{0}mple.com", "x/y", "a..b", "@evil"] {
+        for bad in [
+            "",
+            "a b",
+            "exa\u{0}mple.com",
+            "x/y",
+            "a..b",
+            "@evil",
+            "1572395790",
+            "0x7f.1",
+            "127.1",
+            "10.0.0.1.1",
+        ] {
             assert!(Host::parse(bad).is_none(), "{bad:?}");
         }
+        assert_eq!(
+            Host::parse("203.0.113.7."),
+            Some(Host::Address("203.0.113.7".parse().unwrap()))
+        );
+        assert!(Host::parse("x.0x7f").is_none());
+        assert_eq!(
+            Host::parse("a.b-1.example"),
+            Some(Host::Name("a.b-1.example".into()))
+        );
     }
 }

@@ -5,7 +5,8 @@
 //! for the session (a session `net:` rule), always (a `net:` rule kept in the person's rules
 //! file), or deny. This is the one question asked after a command started.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::harness::command_policy::{ApprovalDecision, CommandClass};
 use crate::harness::egress::{EgressAnswer, EgressDecider, EgressQuestion, Host};
@@ -13,7 +14,13 @@ use crate::harness::primitives::{Capability, CapabilitySet, ExecutionMode};
 use crate::harness::rules::{RuleAction, RuleBook};
 use crate::tools::approval::{ApprovalId, CallApprovalRequest, CallApprover};
 
-/// The decider for one command of one call.
+/// New names one command may ask about; past them an unlisted name is refused unasked, so a
+/// command cannot bury the person in questions.
+pub const MAX_QUESTIONS: usize = 5;
+
+/// The decider for one command of one call. One answer per name and port for the whole
+/// command: its later connections there (a build opens several) take the same answer, and
+/// connections that arrive while the question is open wait for it.
 pub struct NameAsk {
     pub mode: ExecutionMode,
     pub rules: RuleBook,
@@ -21,9 +28,39 @@ pub struct NameAsk {
     pub call_id: String,
     pub tool: String,
     pub class: CommandClass,
+    asked: Arc<Mutex<HashMap<String, Arc<tokio::sync::OnceCell<EgressAnswer>>>>>,
+}
+
+impl NameAsk {
+    pub fn new(
+        mode: ExecutionMode,
+        rules: RuleBook,
+        approver: Arc<dyn CallApprover>,
+        call_id: String,
+        tool: String,
+        class: CommandClass,
+    ) -> NameAsk {
+        NameAsk {
+            mode,
+            rules,
+            approver,
+            call_id,
+            tool,
+            class,
+            asked: Arc::default(),
+        }
+    }
 }
 
 impl EgressDecider for NameAsk {
+    fn vetoes(&self, host: &Host, port: u16) -> Option<&'static str> {
+        matches!(
+            self.rules.name_verdict(self.mode, &host.to_string(), port),
+            Some((RuleAction::Deny, _))
+        )
+        .then_some("refused by a net: rule of yours")
+    }
+
     fn decide(&self, command: &str, host: &Host, port: u16) -> EgressQuestion {
         let name = host.to_string();
         match self.rules.name_verdict(self.mode, &name, port) {
@@ -42,6 +79,21 @@ impl EgressDecider for NameAsk {
             });
         }
         let target = format!("{name}:{port}");
+        let cell = {
+            let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            match asked.get(&target) {
+                Some(c) => c.clone(),
+                None if asked.len() >= MAX_QUESTIONS => {
+                    return Box::pin(async {
+                        EgressAnswer::Deny(
+                            "this command already asked about 5 new names; the rest are \
+                             refused without asking",
+                        )
+                    });
+                }
+                None => asked.entry(target.clone()).or_default().clone(),
+            }
+        };
         let request = CallApprovalRequest {
             id: ApprovalId::next(),
             call_id: self.call_id.clone(),
@@ -63,45 +115,58 @@ impl EgressDecider for NameAsk {
         let approver = self.approver.clone();
         let rules = self.rules.clone();
         Box::pin(async move {
-            // The approver blocks until the person answers; the proxy's other connections
-            // go on meanwhile.
-            let asked = tokio::task::spawn_blocking(move || {
-                let d = approver.approve(&request);
-                (d, request)
-            })
-            .await;
-            let Ok((decision, request)) = asked else {
-                return EgressAnswer::Deny("the question could not be asked");
-            };
-            match decision {
-                ApprovalDecision::Approve => EgressAnswer::Allow,
-                ApprovalDecision::ApproveForSession => {
-                    match rules.keep_name(
-                        &name,
-                        port,
-                        crate::harness::command_policy::SaveScope::Session,
-                    ) {
-                        Ok(_) => EgressAnswer::Allow,
-                        Err(_) => EgressAnswer::Deny("the session's answer could not be kept"),
-                    }
-                }
-                ApprovalDecision::Always { rule, scope } if request.always.contains(&rule) => {
-                    match rules.keep_name(&name, port, scope) {
-                        Ok(_) => EgressAnswer::Allow,
-                        Err(_) => EgressAnswer::Deny(
-                            "the net: rule could not be saved, so the connection was refused",
-                        ),
-                    }
-                }
-                ApprovalDecision::Always { .. } => {
-                    EgressAnswer::Deny("the answer named a rule the question did not offer")
-                }
-                ApprovalDecision::Deny(_) => EgressAnswer::Deny("the person declined"),
-                ApprovalDecision::Cancel(_) => EgressAnswer::Deny(
-                    "no answer could be had (headless, or the question was dismissed)",
+            *cell
+                .get_or_init(|| ask(approver, rules, request, name, port))
+                .await
+        })
+    }
+}
+
+/// Ask the person about `name:port` through `approver`, and keep what the answer says to keep.
+async fn ask(
+    approver: Arc<dyn CallApprover>,
+    rules: RuleBook,
+    request: CallApprovalRequest,
+    name: String,
+    port: u16,
+) -> EgressAnswer {
+    // The approver blocks until the person answers; the proxy's other connections
+    // go on meanwhile.
+    let asked = tokio::task::spawn_blocking(move || {
+        let d = approver.approve(&request);
+        (d, request)
+    })
+    .await;
+    let Ok((decision, request)) = asked else {
+        return EgressAnswer::Deny("the question could not be asked");
+    };
+    match decision {
+        ApprovalDecision::Approve => EgressAnswer::Allow,
+        ApprovalDecision::ApproveForSession => {
+            match rules.keep_name(
+                &name,
+                port,
+                crate::harness::command_policy::SaveScope::Session,
+            ) {
+                Ok(_) => EgressAnswer::Allow,
+                Err(_) => EgressAnswer::Deny("the session's answer could not be kept"),
+            }
+        }
+        ApprovalDecision::Always { rule, scope } if request.always.contains(&rule) => {
+            match rules.keep_name(&name, port, scope) {
+                Ok(_) => EgressAnswer::Allow,
+                Err(_) => EgressAnswer::Deny(
+                    "the net: rule could not be saved, so the connection was refused",
                 ),
             }
-        })
+        }
+        ApprovalDecision::Always { .. } => {
+            EgressAnswer::Deny("the answer named a rule the question did not offer")
+        }
+        ApprovalDecision::Deny(_) => EgressAnswer::Deny("the person declined"),
+        ApprovalDecision::Cancel(_) => {
+            EgressAnswer::Deny("no answer could be had (headless, or the question was dismissed)")
+        }
     }
 }
 
@@ -112,4 +177,104 @@ fn cut(command: &str) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counting {
+        asked: AtomicUsize,
+        answer: ApprovalDecision,
+    }
+
+    impl CallApprover for Counting {
+        fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
+            assert_eq!(request.always.len(), 1);
+            assert!(request.reasons[0].contains("wants"));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            self.answer.clone()
+        }
+    }
+
+    fn asker(mode: ExecutionMode, answer: ApprovalDecision) -> (NameAsk, Arc<Counting>) {
+        let approver = Arc::new(Counting {
+            asked: AtomicUsize::new(0),
+            answer,
+        });
+        let ask = NameAsk::new(
+            mode,
+            RuleBook::default(),
+            approver.clone(),
+            "call_1".into(),
+            "terminal".into(),
+            CommandClass::ShellComplex,
+        );
+        (ask, approver)
+    }
+
+    fn host(n: &str) -> Host {
+        Host::parse(n).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_question_per_name_for_the_whole_command() {
+        let (ask, approver) = asker(ExecutionMode::Ask, ApprovalDecision::Approve);
+        let answers = futures_util::future::join_all(
+            (0..4).map(|_| ask.decide("cargo build", &host("index.crates.io"), 443)),
+        )
+        .await;
+        assert!(answers.iter().all(|a| *a == EgressAnswer::Allow));
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+        // Another port is another question.
+        ask.decide("cargo build", &host("index.crates.io"), 80)
+            .await;
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn past_five_new_names_the_rest_are_refused_unasked() {
+        let (ask, approver) = asker(ExecutionMode::Ask, ApprovalDecision::Deny(None));
+        for i in 0..MAX_QUESTIONS {
+            let a = ask.decide("x", &host(&format!("h{i}.example")), 443).await;
+            assert_eq!(a, EgressAnswer::Deny("the person declined"));
+        }
+        let past = ask.decide("x", &host("one-more.example"), 443).await;
+        assert!(matches!(past, EgressAnswer::Deny(w) if w.contains("already asked")));
+        assert_eq!(approver.asked.load(Ordering::SeqCst), MAX_QUESTIONS);
+        // A name already answered keeps its answer.
+        let again = ask.decide("x", &host("h0.example"), 443).await;
+        assert_eq!(again, EgressAnswer::Deny("the person declined"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn auto_and_safe_never_ask() {
+        for mode in [ExecutionMode::Auto, ExecutionMode::Safe] {
+            let (ask, approver) = asker(mode, ApprovalDecision::Approve);
+            let a = ask.decide("x", &host("new.example"), 443).await;
+            assert!(matches!(a, EgressAnswer::Deny(_)), "{mode:?}");
+            assert_eq!(approver.asked.load(Ordering::SeqCst), 0);
+        }
+    }
+
+    #[test]
+    fn a_deny_rule_of_the_persons_vetoes_a_name_the_lists_allow() {
+        use crate::harness::rules::{Origin, RawRule};
+        let d = tempfile::tempdir().unwrap();
+        let rule = RawRule {
+            action: Some(RuleAction::Deny),
+            subject: Some("net:github.com".into()),
+            global: true,
+            ..RawRule::default()
+        }
+        .to_rule(Origin::User, None)
+        .unwrap();
+        let book = RuleBook::new(d.path(), None, vec![rule], Vec::new(), false);
+        let (mut ask, _) = asker(ExecutionMode::Auto, ApprovalDecision::Approve);
+        ask.rules = book;
+        assert!(ask.vetoes(&host("github.com"), 443).is_some());
+        assert!(ask.vetoes(&host("gitlab.com"), 443).is_none());
+    }
 }

@@ -226,3 +226,54 @@ fn headless_ask_denies_an_unlisted_name_and_says_which() {
         "{out}"
     );
 }
+
+#[test]
+fn an_mcp_server_granted_the_network_reaches_names_as_a_command_and_each_call_lists_them() {
+    let origin = Origin::start(None);
+    let bin = env!("CARGO_BIN_EXE_spear");
+    let env = Env::with_config(&format!(
+        "[network]\nallow = [\"allowed.test:{p}\"]\n\n[mcp.servers.test]\ncommand = {bin:?}\n\
+         args = [\"__mcp-test-server\", \"egress\"]\nread_paths = [{dir:?}]\nnetwork = true\n\
+         read_only_tools = [\"fetch\"]\n",
+        p = origin.port(),
+        dir = std::path::Path::new(bin)
+            .parent()
+            .unwrap()
+            .display()
+            .to_string(),
+    ));
+    let vars = [
+        (
+            "SPEAR_TEST_EGRESS_RESOLVE",
+            "allowed.test=127.0.0.1;unlisted.test=127.0.0.1".to_string(),
+        ),
+        ("SPEAR_TEST_EGRESS_EXEMPT", origin.at.to_string()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let call = |host: &str| {
+        format!(
+            "spear-capability call test.fetch '{}'",
+            json!({ "url": format!("http://{host}:{}/x", origin.port()) })
+        )
+    };
+    let ok = env.terminal_with("auto", &call("allowed.test"), &["--network"], &vars);
+    assert_eq!(status(&ok), "ok", "{ok}");
+    assert!(ok.to_string().contains("HTTP/1.1 200"), "{ok}");
+    let refused = env.terminal_with("auto", &call("unlisted.test"), &["--network"], &vars);
+    assert!(refused.to_string().contains("HTTP/1.1 403"), "{refused}");
+    assert_eq!(origin.received().len(), 1);
+    let calls: Vec<_> = env
+        .audit()
+        .into_iter()
+        .filter(|r| {
+            r.target
+                .as_deref()
+                .is_some_and(|t| t.contains("test.fetch"))
+        })
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].connections[0].host, "allowed.test", "{calls:?}");
+    assert_eq!(calls[0].connections[0].refused, None);
+    assert_eq!(calls[1].connections[0].host, "unlisted.test", "{calls:?}");
+    assert!(calls[1].connections[0].refused.is_some());
+}

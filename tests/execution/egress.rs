@@ -354,3 +354,34 @@ async fn a_plain_request_carrying_a_known_secret_is_refused_before_it_leaves() {
     );
     assert!(origin.received().is_empty(), "a secret reached the origin");
 }
+
+#[tokio::test]
+async fn a_request_pipelined_behind_a_plain_one_never_leaves_and_a_chunked_body_is_refused() {
+    let (_d, _ws, origin, r, allow) = allowed_test();
+    let p = origin.port();
+    let script = format!(
+        r#"/usr/bin/python3 - <<'EOF'
+import socket
+s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+first = b"POST http://allowed.test:{p}/a HTTP/1.1\r\nHost: allowed.test:{p}\r\nContent-Length: 4\r\n\r\nbody"
+second = b"GET http://allowed.test:{p}/smuggled HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n"
+s.sendall(first + second)
+print(s.recv(200).split(b"\r\n")[0].decode())
+c = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+c.sendall(b"POST http://allowed.test:{p}/c HTTP/1.1\r\nHost: allowed.test:{p}\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nbody\r\n0\r\n\r\n")
+print(c.recv(200).split(b"\r\n")[0].decode())
+EOF"#
+    );
+    let res = run(&r, proxied(rules(&allow, &[])), &script).await;
+    assert!(res.stdout.starts_with("HTTP/1.1 200"), "{res:?}");
+    assert!(res.stdout.contains("HTTP/1.1 400"), "{res:?}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let got: Vec<String> = origin
+        .received()
+        .iter()
+        .map(|g| String::from_utf8_lossy(g).to_string())
+        .collect();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("POST /a HTTP/1.1\r\n"), "{got:?}");
+    assert!(!got[0].contains("smuggled"), "{got:?}");
+}

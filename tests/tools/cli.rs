@@ -189,8 +189,9 @@ fn bad_json_is_a_usage_error() {
 }
 
 /// `--network` is the session setting for one call: without it a command that needs the network
-/// is denied in every mode; with it the command gets its own interface and DNS, and the host's
-/// loopback (a server this test starts) stays out of reach.
+/// is denied in every mode; with it the command reaches names through the egress proxy (no
+/// interface but loopback), and the host's loopback (a server this test starts) stays out of
+/// reach: the proxy refuses the address, and says so in the envelope.
 #[test]
 fn network_through_the_binary_only_with_the_flag() {
     let f = Fixture::new();
@@ -199,7 +200,7 @@ fn network_through_the_binary_only_with_the_flag() {
     let port = listener.local_addr().unwrap().port();
     let command = format!(
         "curl -s -m 3 http://127.0.0.1:{port}/; echo \"curl exit $?\"; \
-         grep -c tap0 /proc/net/dev; cat /etc/resolv.conf"
+         grep -c tap0 /proc/net/dev; echo \"proxy $HTTPS_PROXY\""
     );
     let args = serde_json::json!({ "command": command }).to_string();
 
@@ -213,12 +214,18 @@ fn network_through_the_binary_only_with_the_flag() {
     let (rc, v, _) = spear(&f, &["terminal", &args, "--mode", "auto", "--network"]);
     let out = v["stdout"].as_str().unwrap_or_default();
     assert_eq!((rc, v["status"].as_str()), (0, Some("ok")), "{v}");
-    assert!(out.contains("nameserver 10.0.2.3"), "{out}");
-    assert!(out.lines().any(|l| l.trim() == "1"), "no tap0: {out}");
+    assert!(out.contains("proxy http://127.0.0.1:3128"), "{out}");
     assert!(
-        !out.contains("curl exit 0"),
-        "host loopback answered: {out}"
+        out.lines().any(|l| l.trim() == "0"),
+        "an interface besides loopback: {out}"
     );
+    assert!(
+        out.contains("spear egress proxy"),
+        "the proxy did not answer: {out}"
+    );
+    let refused = &v["connections"][0];
+    assert_eq!(refused["host"], "127.0.0.1", "{v}");
+    assert!(refused["refused"].is_string(), "{v}");
     assert!(
         listener.accept().is_err(),
         "the sandbox reached the host's loopback"

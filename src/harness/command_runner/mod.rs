@@ -1028,7 +1028,8 @@ impl CommandRunner {
 
 /// The connections the egress proxy refused, said in one sentence; `None` when it refused none.
 fn egress_refusals(connections: &[crate::harness::egress::NetConnection]) -> Option<String> {
-    let refused: Vec<String> = connections
+    const NAMED: usize = 20;
+    let all: Vec<String> = connections
         .iter()
         .filter_map(|c| {
             c.refused
@@ -1036,6 +1037,10 @@ fn egress_refusals(connections: &[crate::harness::egress::NetConnection]) -> Opt
                 .map(|why| format!("{} ({why})", c.target()))
         })
         .collect();
+    let mut refused: Vec<String> = all.iter().take(NAMED).cloned().collect();
+    if all.len() > NAMED {
+        refused.push(format!("and {} more", all.len() - NAMED));
+    }
     (!refused.is_empty()).then(|| {
         format!(
             "The egress proxy refused {}: {}. Only names in [network] allow are reached; ask \

@@ -789,4 +789,47 @@ mod tests {
         assert!(book.keep("ls", CEILING, SaveScope::Global).is_err());
         assert!(book.keep("ls", CEILING, SaveScope::Session).is_ok());
     }
+
+    #[test]
+    fn net_rules_decide_names_deny_first_and_keep_as_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("rules.toml");
+        let raw = |action: RuleAction, subject: &str| RawRule {
+            action: Some(action),
+            subject: Some(subject.into()),
+            global: true,
+            ..RawRule::default()
+        };
+        let user = [
+            raw(RuleAction::Allow, "net:*.example.com"),
+            raw(RuleAction::Deny, "net:secret.example.com"),
+            raw(RuleAction::Ask, "net:ask.example.org:8443"),
+        ]
+        .iter()
+        .map(|r| r.to_rule(Origin::User, Some(&file)).unwrap())
+        .collect();
+        let book = RuleBook::new(d.path(), Some(&file), user, Vec::new(), false);
+        let v = |h: &str, p: u16| book.name_verdict(ExecutionMode::Ask, h, p).map(|(a, _)| a);
+        assert_eq!(v("www.example.com", 443), Some(RuleAction::Allow));
+        assert_eq!(v("www.example.com", 22), Some(RuleAction::Allow));
+        assert_eq!(v("secret.example.com", 443), Some(RuleAction::Deny));
+        assert_eq!(v("example.com", 443), None, "a wildcard is not its apex");
+        assert_eq!(v("evilexample.com", 443), None);
+        assert_eq!(v("ask.example.org", 8443), Some(RuleAction::Ask));
+        assert_eq!(v("ask.example.org", 443), None);
+        // Kept for the session: it answers until the session ends.
+        book.keep_name("new.example.net", 443, SaveScope::Session)
+            .unwrap();
+        assert_eq!(v("new.example.net", 443), Some(RuleAction::Allow));
+        book.clear_session();
+        assert_eq!(v("new.example.net", 443), None);
+        // Kept always: in the person's file.
+        book.keep_name("new.example.net", 443, SaveScope::Global)
+            .unwrap();
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("net:new.example.net:443")
+        );
+    }
 }

@@ -294,6 +294,28 @@ impl Subject {
             });
         }
         if let Some(rest) = text.strip_prefix("net:") {
+            // An IPv6 address, bracketed: `net:[2001:db8::1]:443`.
+            if let Some(inner) = rest.strip_prefix('[') {
+                let (addr, tail) = inner
+                    .split_once(']')
+                    .ok_or_else(|| format!("`{text}`: write net:[IPV6] or net:[IPV6]:PORT"))?;
+                let addr = addr
+                    .parse::<std::net::Ipv6Addr>()
+                    .map_err(|_| format!("`{text}`: `{addr}` is not an IPv6 address"))?;
+                let port = match tail.strip_prefix(':') {
+                    Some(p) => Some(
+                        p.parse::<u16>()
+                            .map_err(|_| format!("`{text}`: the port must be a number"))?,
+                    ),
+                    None if tail.is_empty() => None,
+                    None => return Err(format!("`{text}`: write net:[IPV6]:PORT")),
+                };
+                return Ok(Subject::Net {
+                    // As the proxy writes the address it was asked for.
+                    host: format!("[{addr}]"),
+                    port,
+                });
+            }
             let (host, port) = match rest.rsplit_once(':') {
                 Some((h, p)) => (
                     h,
@@ -312,7 +334,7 @@ impl Subject {
                 return Err(format!("`{text}`: write net:HOST or net:HOST:PORT"));
             }
             return Ok(Subject::Net {
-                host: host.to_ascii_lowercase(),
+                host: host.trim_end_matches('.').to_ascii_lowercase(),
                 port,
             });
         }
@@ -450,6 +472,18 @@ mod tests {
             })
         ));
         assert!(Subject::reserved("net:").is_err());
+        let net = |t: &str| match Subject::reserved(t) {
+            Ok(Subject::Net { host, port }) => (host, port),
+            other => panic!("{t}: {other:?}"),
+        };
+        assert_eq!(
+            net("net:[2001:DB8::1]:443"),
+            ("[2001:db8::1]".into(), Some(443))
+        );
+        assert_eq!(net("net:[::1]"), ("[::1]".into(), None));
+        assert_eq!(net("net:Example.COM."), ("example.com".into(), None));
+        assert!(Subject::reserved("net:[nope]:443").is_err());
+        assert!(Subject::reserved("net:[::1]x").is_err());
         assert!(Subject::reserved("mcp:x").is_err());
         assert!(Subject::reserved("cargo").is_err());
     }

@@ -159,6 +159,14 @@ impl LongLived {
     }
 
     /// Whether it has the network.
+    /// On the proxy path: the connections it made since this was last asked.
+    pub fn take_connections(&self) -> Vec<crate::harness::egress::NetConnection> {
+        self.proxy
+            .as_ref()
+            .map(super::proxy::Proxy::take_connections)
+            .unwrap_or_default()
+    }
+
     pub fn networked(&self) -> bool {
         self.helper.is_some() || self.proxy.is_some()
     }

@@ -221,7 +221,8 @@ impl Action for McpCall {
             ))
             .into();
         }
-        match mcp.call(&self.server, &self.tool, hash, self.arguments, ctx.cancel) {
+        let mut result = match mcp.call(&self.server, &self.tool, hash, self.arguments, ctx.cancel)
+        {
             Ok(result) => {
                 // The values the person handed a server never reach the model, the screen or
                 // the ResultStore, whatever a server answers.
@@ -232,19 +233,24 @@ impl Action for McpCall {
                         self.server, self.tool
                     ));
                     r.stdout = text;
-                    r.into()
+                    r
                 } else {
-                    ToolResult::ok(text).into()
+                    ToolResult::ok(text)
                 }
             }
-            Err(CallEnd::Failed(why)) => ToolResult::failed(why).into(),
+            Err(CallEnd::Failed(why)) => ToolResult::failed(why),
             Err(CallEnd::Cancelled) => ToolResult::cancelled(format!(
                 "the call to `{}.{}` was cancelled; the server may still finish it, and its \
                  answer is dropped",
                 self.server, self.tool
-            ))
-            .into(),
+            )),
+        };
+        // Where the server went meanwhile, through the egress proxy: in this call's record.
+        let connections = mcp.take_connections(&self.server);
+        if !connections.is_empty() {
+            result.connections = Some(Box::new(connections));
         }
+        result.into()
     }
 }
 

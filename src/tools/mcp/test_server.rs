@@ -98,6 +98,11 @@ impl ServerHandler for TestServer {
                 "Try a TCP connection to a port on host loopback",
                 one("port", "integer"),
             ),
+            tool(
+                "fetch",
+                "GET an http:// URL through the proxy HTTP_PROXY names; say the status line",
+                one("url", "string"),
+            ),
         ]))
     }
 
@@ -181,11 +186,50 @@ impl ServerHandler for TestServer {
                 }
                 text(said.join(" "))
             }
+            "fetch" => {
+                let url = arg(&request, "url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                text(fetch_through_proxy(&url))
+            }
             other => {
                 CallToolResult::error(vec![ContentBlock::text(format!("no tool {other}"))]).into()
             }
         })
     }
+}
+
+/// `GET url` through the proxy `HTTP_PROXY` names: the answer's status line, or what failed.
+fn fetch_through_proxy(url: &str) -> String {
+    use std::io::{Read, Write};
+    // The test server's own environment, as the sandbox gave it (not a variable Spear reads).
+    const PROXY_VAR: &str = "HTTP_PROXY";
+    let Some(proxy) = std::env::var(PROXY_VAR)
+        .ok()
+        .and_then(|p| p.strip_prefix("http://").map(str::to_string))
+    else {
+        return "no HTTP_PROXY".into();
+    };
+    let host = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_default();
+    let mut s = match std::net::TcpStream::connect(proxy.trim_end_matches('/')) {
+        Ok(s) => s,
+        Err(e) => return format!("no proxy: {e}"),
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    if write!(s, "GET {url} HTTP/1.1\r\nHost: {host}\r\n\r\n").is_err() {
+        return "the request could not be sent".into();
+    }
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    String::from_utf8_lossy(&got)
+        .lines()
+        .next()
+        .unwrap_or("no answer")
+        .to_string()
 }
 
 /// Serve over stdin and stdout until the client goes; the process's exit code.

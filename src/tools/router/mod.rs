@@ -528,14 +528,14 @@ impl ToolRouter {
         if !profile.network {
             return profile;
         }
-        let decider = crate::tools::egress::NameAsk {
-            mode: turn.mode,
-            rules: self.host.rules().clone(),
-            approver: turn.approver.clone(),
-            call_id: call_id.to_string(),
-            tool: tool.to_string(),
+        let decider = crate::tools::egress::NameAsk::new(
+            turn.mode,
+            self.host.rules().clone(),
+            turn.approver.clone(),
+            call_id.to_string(),
+            tool.to_string(),
             class,
-        };
+        );
         let egress = self.host.config().egress.clone().asking(Arc::new(decider));
         profile.with_egress(egress)
     }

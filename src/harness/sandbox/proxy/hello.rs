@@ -12,6 +12,9 @@ const RECORD_HEADER: usize = 5;
 const CONTENT_HANDSHAKE: u8 = 0x16;
 const HANDSHAKE_CLIENT_HELLO: u8 = 0x01;
 const EXTENSION_SERVER_NAME: u16 = 0x0000;
+/// Encrypted ClientHello (RFC 9849) and its draft code point: the name that matters is inside,
+/// where the proxy cannot compare it.
+const EXTENSION_ECH: [u16; 2] = [0xfe0d, 0xffce];
 const NAME_TYPE_HOST: u8 = 0x00;
 
 /// What was read: every byte (to forward as is) and the server name, when one was sent.
@@ -127,6 +130,9 @@ pub fn server_name(body: &[u8]) -> Result<Option<String>, &'static str> {
     while !exts.0.is_empty() {
         let kind = exts.u16()?;
         let data = exts.vec16()?;
+        if EXTENSION_ECH.contains(&kind) {
+            return Err("an Encrypted ClientHello, whose real server name cannot be checked");
+        }
         if kind != EXTENSION_SERVER_NAME {
             continue;
         }
@@ -230,6 +236,31 @@ pub(crate) mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[test]
+    fn an_encrypted_client_hello_is_refused() {
+        let mut bytes = hello(Some("allowed.example"), 16_384);
+        // Append an ECH extension to the extension list and fix the three lengths.
+        let ech = [0xfe, 0x0d, 0x00, 0x01, 0x00];
+        bytes.extend_from_slice(&ech);
+        let grow = |b: &mut Vec<u8>, at: usize, width: usize| {
+            let mut v = 0usize;
+            for i in 0..width {
+                v = v << 8 | usize::from(b[at + i]);
+            }
+            v += ech.len();
+            for i in 0..width {
+                b[at + i] = (v >> (8 * (width - 1 - i))) as u8;
+            }
+        };
+        grow(&mut bytes, 3, 2); // record length
+        grow(&mut bytes, 6, 3); // handshake length
+        // The extensions' length sits after version, random, session id, suites, compression.
+        let exts_at = 9 + 2 + 32 + 1 + 4 + 2;
+        grow(&mut bytes, exts_at, 2);
+        let body = &bytes[9..];
+        assert!(server_name(body).unwrap_err().contains("Encrypted"));
     }
 
     #[test]

@@ -9,10 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use crate::harness::egress::NetConnection;
 
-/// Lines kept at most; past this, connections to new destinations are folded into one line.
-const MAX_LINES: usize = 1000;
+/// Lines kept at most for each outcome (reached, refused); past this, connections to new
+/// destinations fold into one `(more)` line per outcome. Separate budgets: refusals a command
+/// provokes on purpose cannot crowd out the hosts it reached.
+const MAX_LINES: usize = 500;
 
-type Key = (String, u16, &'static str, Option<String>);
+/// Host, port, kind, and whether it was refused. The reason is not part of the key (a client
+/// chooses much of its text): a line keeps the first reason it saw.
+type Key = (String, u16, &'static str, bool);
 
 #[derive(Default)]
 pub struct Ledger {
@@ -40,19 +44,27 @@ impl Ledger {
         lines.values().cloned().collect()
     }
 
+    /// Every line so far, leaving the ledger empty (a long-lived process's connections are
+    /// reported call by call).
+    pub fn drain(&self) -> Vec<NetConnection> {
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *lines).into_values().collect()
+    }
+
     fn fold(&self, t: &Tally) {
         let refused = t.refused.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let address = *t.address.lock().unwrap_or_else(|p| p.into_inner());
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        let mut key: Key = (t.host.clone(), t.port, t.kind, refused.clone());
-        if lines.len() >= MAX_LINES && !lines.contains_key(&key) {
-            key = ("(more)".into(), 0, "", None);
+        let mut key: Key = (t.host.clone(), t.port, t.kind, refused.is_some());
+        let same_outcome = lines.keys().filter(|k| k.3 == key.3).count();
+        if same_outcome >= MAX_LINES && !lines.contains_key(&key) {
+            key = ("(more)".into(), 0, "", key.3);
         }
         let line = lines.entry(key.clone()).or_insert_with(|| NetConnection {
             host: key.0.clone(),
             port: key.1,
             kind: key.2.to_string(),
-            refused: key.3.clone(),
+            refused: refused.clone(),
             address: None,
             count: 0,
             bytes_up: 0,
@@ -144,16 +156,25 @@ mod tests {
     }
 
     #[test]
-    fn lines_are_bounded_whatever_the_connections() {
+    fn lines_are_bounded_and_refusals_cannot_crowd_out_what_was_reached() {
         let l = Arc::new(Ledger::default());
         for i in 0..(MAX_LINES + 50) {
-            drop(l.open(&format!("h{i}.example"), 443, "CONNECT"));
+            let t = l.open(&format!("h{i}.example"), 443, "CONNECT");
+            t.refuse(format!("refused, reason {i}"));
         }
+        // The same destination refused for different reasons is one line.
+        for i in 0..20 {
+            l.open("?", 0, "?").refuse(format!("junk {i}"));
+        }
+        let up = l.open("upload.example", 443, "CONNECT");
+        up.add_up(1000);
+        drop(up);
         let s = l.summary();
-        assert_eq!(s.len(), MAX_LINES + 1);
-        assert_eq!(
-            s.iter().find(|c| c.host == "(more)").map(|c| c.count),
-            Some(50)
-        );
+        assert_eq!(s.len(), MAX_LINES + 2, "{}", s.len());
+        let more = s.iter().find(|c| c.host == "(more)").unwrap();
+        assert_eq!(more.count, 50 + 20);
+        assert!(more.refused.is_some());
+        let reached = s.iter().find(|c| c.host == "upload.example").unwrap();
+        assert_eq!((reached.bytes_up, reached.refused.as_deref()), (1000, None));
     }
 }

@@ -39,7 +39,7 @@ pub const PROXY_ADDR: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128
 /// How long a lookup, a connect or a ClientHello may take.
 const STEP_LIMIT: Duration = Duration::from_secs(10);
 /// Connections served at once; the rest wait to be accepted.
-const MAX_CONCURRENT: usize = 256;
+const MAX_CONCURRENT: usize = 128;
 /// The relay's buffer per direction.
 const RELAY_BUFFER: usize = 64 * 1024;
 
@@ -158,6 +158,12 @@ impl Proxy {
         })
     }
 
+    /// The connections ended since the last call (those still open are reported when they
+    /// end).
+    pub fn take_connections(&self) -> Vec<crate::harness::egress::NetConnection> {
+        self.ledger.drain()
+    }
+
     /// Stop accepting, end every connection, and return the record of them all.
     pub async fn stop(mut self) -> Vec<crate::harness::egress::NetConnection> {
         if let Some(s) = self.stop.take() {
@@ -197,7 +203,15 @@ async fn accept_loop(
         };
         // Reap what has finished, so the set does not grow with the connections served.
         while set.try_join_next().is_some() {}
-        let Ok((client, _)) = client else { continue };
+        let client = match client {
+            Ok((c, _)) => c,
+            // Out of descriptors (or a connection reset before it was taken): wait a moment
+            // rather than spin.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let shared = shared.clone();
         set.spawn(async move {
             serve(client, &shared).await;
@@ -240,7 +254,12 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
 async fn decide(shared: &Shared, req: &Request, head: &[u8]) -> Result<Vec<SocketAddr>, String> {
     let ctx = &shared.ctx;
     // The whole head: a request line, a header or a CONNECT name carrying a secret value.
-    let named = ctx.secrets.names_in(&String::from_utf8_lossy(head));
+    // As sent, and percent-decoded (`%73k-…` is the same value in a URL).
+    let text = String::from_utf8_lossy(head);
+    let mut named = ctx.secrets.names_in(&text);
+    if named.is_empty() {
+        named = ctx.secrets.names_in(&percent_decoded(&text));
+    }
     if !named.is_empty() {
         return Err(format!(
             "the request carries the value of {}, which Spear knows as a secret",
@@ -251,7 +270,11 @@ async fn decide(shared: &Shared, req: &Request, head: &[u8]) -> Result<Vec<Socke
         NameVerdict::Denied(entry) => {
             return Err(format!("`{entry}` in [network] deny"));
         }
-        NameVerdict::Allowed => {}
+        NameVerdict::Allowed => {
+            if let Some(why) = ctx.egress.decider.vetoes(&req.host, req.port) {
+                return Err(why.to_string());
+            }
+        }
         NameVerdict::Unlisted => {
             match ctx
                 .egress
@@ -348,7 +371,7 @@ async fn tunnel(
         (Host::Name(_), Some(other)) => {
             return tally.refuse(format!(
                 "its TLS ClientHello names `{}`, not the host it asked for",
-                other.chars().take(200).collect::<String>()
+                request::cut(other)
             ));
         }
         // A listed address: no name to compare; a name it sends is not trusted either way.
@@ -382,13 +405,26 @@ async fn forward(
             .await;
         return;
     };
+    // The head, then exactly the body it announced: whatever the client sends after that (a
+    // pipelined request) is never read, so every request that leaves is one that was judged.
     let mut first = req.upstream_head.clone();
-    first.extend_from_slice(&rest);
+    let from_rest = rest
+        .len()
+        .min(usize::try_from(req.body_len).unwrap_or(usize::MAX));
+    first.extend_from_slice(&rest[..from_rest]);
     if upstream.write_all(&first).await.is_err() {
         return;
     }
     tally.add_up(first.len() as u64);
-    relay(client, upstream, tally).await;
+    let (cr, cw) = client.into_split();
+    let (ur, mut uw) = upstream.into_split();
+    let left = req.body_len - from_rest as u64;
+    // The origin's write side stays open until the response ends: some servers read a
+    // half-close as an abort.
+    tokio::join!(
+        pump(cr.take(left), &mut uw, |n| tally.add_up(n), false),
+        pump(ur, cw, |n| tally.add_down(n), true),
+    );
 }
 
 /// Connect to the first checked address that answers, recording which.
@@ -414,15 +450,17 @@ async fn relay(client: TcpStream, upstream: TcpStream, tally: &Tally) {
     let (cr, cw) = client.into_split();
     let (ur, uw) = upstream.into_split();
     tokio::join!(
-        pump(cr, uw, |n| tally.add_up(n)),
-        pump(ur, cw, |n| tally.add_down(n)),
+        pump(cr, uw, |n| tally.add_up(n), true),
+        pump(ur, cw, |n| tally.add_down(n), true),
     );
 }
 
+/// Copy `from` to `to` until the end, counting; `close`: shut `to` down after.
 async fn pump(
     mut from: impl tokio::io::AsyncRead + Unpin,
     mut to: impl tokio::io::AsyncWrite + Unpin,
     count: impl Fn(u64),
+    close: bool,
 ) {
     let mut buf = vec![0u8; RELAY_BUFFER];
     loop {
@@ -436,7 +474,9 @@ async fn pump(
             }
         }
     }
-    let _ = to.shutdown().await;
+    if close {
+        let _ = to.shutdown().await;
+    }
 }
 
 /// Refuse a request that was read and parsed: the client is told why (a tunnel, before it
@@ -460,6 +500,31 @@ async fn refuse_unparsed(client: &mut TcpStream, shared: &Shared, why: &str) {
     let body = format!("spear egress proxy: not a proxy request: {why}\n");
     let _ = client.write_all(&answer(400, "Bad Request", &body)).await;
     let _ = client.shutdown().await;
+}
+
+/// `text` with every `%XX` escape decoded (invalid ones kept as written), lossily as UTF-8.
+fn percent_decoded(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn answer(code: u16, text: &str, body: &str) -> Vec<u8> {

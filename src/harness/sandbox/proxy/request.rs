@@ -40,6 +40,9 @@ pub struct Request {
     pub port: u16,
     /// For `Http`: the head to send the origin. Empty for `Connect`.
     pub upstream_head: Vec<u8>,
+    /// For `Http`: the body's length (`Content-Length`, else none). Exactly this much more is
+    /// forwarded: a request pipelined behind it is never sent unread.
+    pub body_len: u64,
 }
 
 /// Why a request was not taken, as the client is answered.
@@ -101,6 +104,7 @@ pub fn parse(head: &[u8]) -> Result<Request, BadRequest> {
             host,
             port,
             upstream_head: Vec::new(),
+            body_len: 0,
         });
     }
     let url = url::Url::parse(target)
@@ -130,8 +134,30 @@ pub fn parse(head: &[u8]) -> Result<Request, BadRequest> {
         format!("{method} {origin_form} HTTP/1.{}\r\n", version.min(1)).as_bytes(),
     );
     out.extend_from_slice(format!("Host: {authority_text}\r\n").as_bytes());
+    let mut body_len: Option<u64> = None;
     for h in req.headers.iter() {
         let name = h.name.to_ascii_lowercase();
+        if name == "transfer-encoding" {
+            return Err(BadRequest(
+                "a request body of unknown length (Transfer-Encoding) is not forwarded over \
+                 plain HTTP: send it with a Content-Length, or over https"
+                    .into(),
+            ));
+        }
+        if name == "content-length" {
+            let n = std::str::from_utf8(h.value)
+                .ok()
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| BadRequest("a Content-Length that is not a number".into()))?;
+            if body_len.is_some_and(|b| b != n) {
+                return Err(BadRequest("two different Content-Length headers".into()));
+            }
+            body_len = Some(n);
+            // Sent once, as the number read (below).
+            continue;
+        }
         if name == "host" {
             let said = String::from_utf8_lossy(h.value).trim().to_ascii_lowercase();
             if !same_authority(&said, host_text, port) {
@@ -159,12 +185,16 @@ pub fn parse(head: &[u8]) -> Result<Request, BadRequest> {
         out.extend_from_slice(h.value);
         out.extend_from_slice(b"\r\n");
     }
+    if let Some(n) = body_len {
+        out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes());
+    }
     out.extend_from_slice(b"Connection: close\r\n\r\n");
     Ok(Request {
         kind: Kind::Http,
         host,
         port,
         upstream_head: out,
+        body_len: body_len.unwrap_or(0),
     })
 }
 
@@ -199,8 +229,8 @@ fn same_authority(header: &str, host: &str, port: u16) -> bool {
     }
 }
 
-/// At most 200 characters of what a client sent, for a message.
-fn cut(s: &str) -> String {
+/// At most 200 characters of what a client sent, for a message (control characters dropped).
+pub fn cut(s: &str) -> String {
     s.chars().take(200).filter(|c| !c.is_control()).collect()
 }
 
@@ -250,6 +280,26 @@ mod tests {
         assert!(head.contains("Accept: */*\r\n"), "{head}");
         assert!(!head.to_ascii_lowercase().contains("proxy-"), "{head}");
         assert!(head.ends_with("Connection: close\r\n\r\n"), "{head}");
+    }
+
+    #[test]
+    fn the_body_is_measured_and_an_unmeasured_one_refused() {
+        let r = p("POST http://a.example/ HTTP/1.1\r\nContent-Length: 12\r\n\r\n").unwrap();
+        assert_eq!(r.body_len, 12);
+        assert_eq!(
+            p("GET http://a.example/ HTTP/1.1\r\n\r\n")
+                .unwrap()
+                .body_len,
+            0
+        );
+        for bad in [
+            "POST http://a.example/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            "POST http://a.example/ HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+            "POST http://a.example/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

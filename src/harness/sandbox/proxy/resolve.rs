@@ -19,7 +19,9 @@ pub struct SystemResolver;
 
 impl Resolve for SystemResolver {
     fn lookup(&self, name: &str, port: u16) -> Lookup {
-        let name = name.to_string();
+        // Fully qualified: no search domain of the host's is tried after a name that does
+        // not exist (it could name an internal host).
+        let name = format!("{}.", name.trim_end_matches('.'));
         Box::pin(async move {
             let mut out: Vec<IpAddr> = Vec::new();
             for a in tokio::net::lookup_host((name.as_str(), port)).await? {
@@ -85,7 +87,7 @@ impl Resolve for TableResolver {
         let found = self
             .table
             .iter()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| n == name.trim_end_matches('.'))
             .map(|(_, a)| a.clone());
         Box::pin(async move {
             found.ok_or_else(|| {

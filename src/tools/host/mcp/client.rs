@@ -391,6 +391,16 @@ impl McpClients {
         Ok((found, seen))
     }
 
+    /// The connections server `name` made through the egress proxy since this was last asked
+    /// (each call's record carries those made up to its end).
+    pub fn take_connections(&self, name: &str) -> Vec<crate::harness::egress::NetConnection> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.get(name)
+            .and_then(|l| l.process.as_ref())
+            .map(LongLived::take_connections)
+            .unwrap_or_default()
+    }
+
     /// Call `tool` of server `server` with `arguments`, provided the tool is still the version
     /// `hash` the call was decided on. A call past the server's timeout is abandoned and the
     /// server ended (the next call starts it again); a server that died is said with the end of
