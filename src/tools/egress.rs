@@ -107,7 +107,8 @@ impl EgressDecider for NameAsk {
                  connection waits for your answer",
                 cut(command)
             )],
-            targets: vec![target.clone()],
+            // Nothing is written: the name is in the reason, and in the rule "always" keeps.
+            targets: Vec::new(),
             network: true,
             preview: None,
             always: vec![format!("net:{target}")],

@@ -210,3 +210,59 @@ fn output_below_a_scrolled_view_keeps_the_view_and_shows_a_marker() {
     assert_eq!(app.scroll, 0);
     assert!(!render(&app, 80, 24).contains("new output below"));
 }
+
+/// The egress proxy's question, asked while the command runs: the name and port in the reason,
+/// nothing under "writes", and "always" keeps a `net:` rule for that name and port.
+#[test]
+fn ask_dialog_for_a_name_the_proxy_holds() {
+    use spear::harness::command_policy::{ApprovalDecision, SaveScope};
+    use spear::harness::primitives::{Capability, CapabilitySet, ExecutionMode};
+    use spear::tools::approval::CallApprovalRequest;
+    let t0 = Instant::now();
+    let mut app = app(t0);
+    agent(
+        &mut app,
+        AgentEvent::ToolCallStarted {
+            call_id: "e1".into(),
+            name: "terminal".into(),
+            arguments: json!({"command": "cargo build"}),
+        },
+    );
+    agent(
+        &mut app,
+        AgentEvent::ApprovalRequested {
+            request: Box::new(CallApprovalRequest {
+                id: request_id("e1"),
+                call_id: "e1".into(),
+                tool: "terminal".into(),
+                mode: ExecutionMode::Ask,
+                command: "cargo build".into(),
+                class: spear::harness::command_policy::CommandClass::ShellComplex,
+                asking_for: CapabilitySet::of(&[Capability::Network]),
+                reasons: vec![
+                    "the command `cargo build` wants `index.crates.io:443`, which is not in \
+                     [network] allow; the connection waits for your answer"
+                        .into(),
+                ],
+                targets: Vec::new(),
+                network: true,
+                preview: None,
+                always: vec!["net:index.crates.io:443".into()],
+            }),
+        },
+    );
+    press(&mut app, key(KeyCode::Char('a')), ms(t0, 1000));
+    let screen = render(&app, 120, 32);
+    insta::assert_snapshot!("ask_egress_name_120", screen);
+    assert!(!screen.contains("writes"), "{screen}");
+    assert!(screen.contains("allow net:index.crates.io:443"), "{screen}");
+    let fx = press(&mut app, key(KeyCode::Char('g')), ms(t0, 2000));
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            Effect::Answer { decision: ApprovalDecision::Always { rule, scope: SaveScope::Global }, .. }
+                if rule == "net:index.crates.io:443"
+        )),
+        "{fx:?}"
+    );
+}

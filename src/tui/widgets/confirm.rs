@@ -295,7 +295,11 @@ impl Confirm {
             ));
             lines.extend(wrap::wrap_line(
                 Line::styled(
-                    format!("  only commands no wider than this {} one", v.class),
+                    match v.always[i].starts_with("net:") {
+                        // The egress proxy's question: a rule that names a host and port.
+                        true => "  connections to this name and port, by any command".to_string(),
+                        false => format!("  only commands no wider than this {} one", v.class),
+                    },
                     theme.hint(),
                 ),
                 width,
