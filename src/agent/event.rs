@@ -70,6 +70,12 @@ pub enum AgentEvent {
         request_id: ApprovalId,
         reason: String,
     },
+    /// A question no longer needs an answer (the command that asked it ended first): a front
+    /// end closes it; an answer sent for it is refused.
+    ApprovalWithdrawn {
+        request_id: ApprovalId,
+        reason: String,
+    },
     /// The response was cut at the token cap; the model is told too.
     Truncated { max_tokens: u32, message: String },
     /// Token counts the server reported for one response.

@@ -333,4 +333,18 @@ impl CallApprover for TaskApprover {
         }
         decision
     }
+
+    fn withdraw(&self, request_id: ApprovalId, reason: &str) {
+        let mut pending = lock(&self.shared.pending);
+        if pending.as_ref().is_some_and(|p| p.id == request_id)
+            && let Some(p) = pending.take()
+        {
+            let _ = p.answer.send(ApprovalDecision::Cancel(reason.to_string()));
+            drop(pending);
+            self.shared.events.send(AgentEvent::ApprovalWithdrawn {
+                request_id,
+                reason: reason.to_string(),
+            });
+        }
+    }
 }

@@ -134,7 +134,8 @@ impl Printer {
                 self.end_line();
                 self.waiting = None;
             }
-            AgentEvent::ApprovalAnswerRefused { reason, .. } => self.note(reason),
+            AgentEvent::ApprovalAnswerRefused { reason, .. }
+            | AgentEvent::ApprovalWithdrawn { reason, .. } => self.note(reason),
             AgentEvent::Truncated { message, .. } => self.note(&format!("truncated: {message}")),
             AgentEvent::Retrying {
                 attempt,

@@ -96,6 +96,11 @@ pub trait CallApprover: Send + Sync {
     fn answerer(&self) -> DecidedBy {
         DecidedBy::Person
     }
+
+    /// The question `request_id`, if still open, no longer needs an answer: it is answered
+    /// `Cancel(reason)` and the person's view of it closed. (Most approvers cannot take a
+    /// question back; theirs then stays until answered, and the answer decides nothing.)
+    fn withdraw(&self, _request_id: ApprovalId, _reason: &str) {}
 }
 
 /// Any harness `Approver` answers a call's request from its harness view.
@@ -113,6 +118,10 @@ impl<T: CallApprover + ?Sized> CallApprover for Arc<T> {
 
     fn answerer(&self) -> DecidedBy {
         (**self).answerer()
+    }
+
+    fn withdraw(&self, request_id: ApprovalId, reason: &str) {
+        (**self).withdraw(request_id, reason);
     }
 }
 

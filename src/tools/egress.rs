@@ -29,6 +29,8 @@ pub struct NameAsk {
     pub tool: String,
     pub class: CommandClass,
     asked: Arc<Mutex<HashMap<String, Arc<tokio::sync::OnceCell<EgressAnswer>>>>>,
+    /// One question at a time: a front end shows one (and refuses a second while one is open).
+    one_at_a_time: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl NameAsk {
@@ -48,6 +50,7 @@ impl NameAsk {
             tool,
             class,
             asked: Arc::default(),
+            one_at_a_time: Arc::default(),
         }
     }
 }
@@ -115,9 +118,13 @@ impl EgressDecider for NameAsk {
         };
         let approver = self.approver.clone();
         let rules = self.rules.clone();
+        let turn = self.one_at_a_time.clone();
         Box::pin(async move {
             *cell
-                .get_or_init(|| ask(approver, rules, request, name, port))
+                .get_or_init(|| async move {
+                    let _turn = turn.lock().await;
+                    ask(approver, rules, request, name, port).await
+                })
                 .await
         })
     }
@@ -131,13 +138,20 @@ async fn ask(
     name: String,
     port: u16,
 ) -> EgressAnswer {
-    // The approver blocks until the person answers; the proxy's other connections
-    // go on meanwhile.
+    // The approver blocks until the person answers; the proxy's other connections go on
+    // meanwhile. Should the command end first (this future dropped), the question is taken
+    // back.
+    let guard = Withdraw {
+        approver: approver.clone(),
+        id: request.id,
+        armed: true,
+    };
     let asked = tokio::task::spawn_blocking(move || {
         let d = approver.approve(&request);
         (d, request)
     })
     .await;
+    guard.disarm();
     let Ok((decision, request)) = asked else {
         return EgressAnswer::Deny("the question could not be asked");
     };
@@ -171,6 +185,30 @@ async fn ask(
     }
 }
 
+/// Takes a question back when dropped armed (its command ended before the answer came).
+struct Withdraw {
+    approver: Arc<dyn CallApprover>,
+    id: crate::tools::approval::ApprovalId,
+    armed: bool,
+}
+
+impl Withdraw {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if self.armed {
+            self.approver.withdraw(
+                self.id,
+                "the command ended before its network question was answered",
+            );
+        }
+    }
+}
+
 /// At most 200 characters of a command, for a question.
 fn cut(command: &str) -> String {
     let mut s: String = command.chars().take(200).collect();
@@ -188,13 +226,21 @@ mod tests {
     struct Counting {
         asked: AtomicUsize,
         answer: ApprovalDecision,
+        open: AtomicUsize,
     }
 
     impl CallApprover for Counting {
         fn approve(&self, request: &CallApprovalRequest) -> ApprovalDecision {
             assert_eq!(request.always.len(), 1);
             assert!(request.reasons[0].contains("wants"));
+            // A front end shows one question at a time.
+            assert_eq!(
+                self.open.fetch_add(1, Ordering::SeqCst),
+                0,
+                "two questions open"
+            );
             std::thread::sleep(std::time::Duration::from_millis(50));
+            self.open.fetch_sub(1, Ordering::SeqCst);
             self.asked.fetch_add(1, Ordering::SeqCst);
             self.answer.clone()
         }
@@ -204,6 +250,7 @@ mod tests {
         let approver = Arc::new(Counting {
             asked: AtomicUsize::new(0),
             answer,
+            open: AtomicUsize::new(0),
         });
         let ask = NameAsk::new(
             mode,
@@ -277,5 +324,63 @@ mod tests {
         ask.rules = book;
         assert!(ask.vetoes(&host("github.com"), 443).is_some());
         assert!(ask.vetoes(&host("gitlab.com"), 443).is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn questions_about_different_names_are_asked_one_after_the_other() {
+        let (ask, approver) = asker(ExecutionMode::Ask, ApprovalDecision::Approve);
+        let (a, b) = tokio::join!(
+            ask.decide("x", &host("one.example"), 443),
+            ask.decide("x", &host("two.example"), 443),
+        );
+        assert_eq!((a, b), (EgressAnswer::Allow, EgressAnswer::Allow));
+        assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    }
+
+    /// Blocks each question until it is withdrawn; remembers what was withdrawn.
+    struct Waiting {
+        wake: Mutex<Option<std::sync::mpsc::Sender<()>>>,
+        withdrawn: Mutex<Vec<String>>,
+    }
+
+    impl CallApprover for Waiting {
+        fn approve(&self, _request: &CallApprovalRequest) -> ApprovalDecision {
+            let (tx, rx) = std::sync::mpsc::channel();
+            *self.wake.lock().unwrap() = Some(tx);
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+            ApprovalDecision::Cancel("withdrawn".into())
+        }
+
+        fn withdraw(&self, _id: crate::tools::approval::ApprovalId, reason: &str) {
+            self.withdrawn.lock().unwrap().push(reason.to_string());
+            if let Some(tx) = self.wake.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_question_whose_command_ended_is_taken_back() {
+        let approver = Arc::new(Waiting {
+            wake: Mutex::new(None),
+            withdrawn: Mutex::new(Vec::new()),
+        });
+        let ask = NameAsk::new(
+            ExecutionMode::Ask,
+            RuleBook::default(),
+            approver.clone(),
+            "call_1".into(),
+            "terminal".into(),
+            CommandClass::ShellComplex,
+        );
+        let waited = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            ask.decide("x", &host("slow.example"), 443),
+        )
+        .await;
+        assert!(waited.is_err(), "the question was answered");
+        let withdrawn = approver.withdrawn.lock().unwrap().clone();
+        assert_eq!(withdrawn.len(), 1, "{withdrawn:?}");
+        assert!(withdrawn[0].contains("ended"));
     }
 }

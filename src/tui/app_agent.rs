@@ -64,6 +64,12 @@ impl App {
             AgentEvent::ApprovalAnswerRefused { reason, .. } => {
                 self.notice(NoticeKind::Warning, reason);
             }
+            AgentEvent::ApprovalWithdrawn { request_id, reason } => {
+                if let Some(c) = self.confirm.take_if(|c| c.view.request_id == request_id) {
+                    self.set_awaiting(&c.view.call_id, false);
+                }
+                self.notice(NoticeKind::Warning, reason);
+            }
             AgentEvent::Truncated { message, .. } => self.notice(NoticeKind::Warning, message),
             AgentEvent::Usage {
                 prompt_tokens,

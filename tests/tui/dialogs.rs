@@ -266,3 +266,33 @@ fn ask_dialog_for_a_name_the_proxy_holds() {
         "{fx:?}"
     );
 }
+
+/// A question taken back (its command ended first) closes the dialog and says why; another
+/// request's withdrawal leaves the open one alone.
+#[test]
+fn a_withdrawn_question_closes_its_dialog() {
+    let mut app = app(Instant::now());
+    agent(
+        &mut app,
+        approval("w1", "cargo fetch", "WORKSPACE_MUTATING", &[], true),
+    );
+    assert!(app.confirm.is_some());
+    agent(
+        &mut app,
+        AgentEvent::ApprovalWithdrawn {
+            request_id: request_id("o99"),
+            reason: "not this one".into(),
+        },
+    );
+    assert!(app.confirm.is_some());
+    agent(
+        &mut app,
+        AgentEvent::ApprovalWithdrawn {
+            request_id: request_id("w1"),
+            reason: "the command ended before its network question was answered".into(),
+        },
+    );
+    assert!(app.confirm.is_none());
+    let screen = render(&app, 120, 32);
+    assert!(screen.contains("the command ended before"), "{screen}");
+}
