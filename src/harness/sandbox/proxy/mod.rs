@@ -142,11 +142,9 @@ impl Proxy {
     /// Serve `listener` (a listening socket of the sandbox's namespace) until `stop`.
     pub fn start(listener: OwnedFd, ctx: ProxyContext) -> std::io::Result<Proxy> {
         let listener = TcpListener::from_std(std::net::TcpListener::from(listener))?;
-        let host_addresses = super::netns::refused::host_addresses()?;
         let ledger = Arc::new(Ledger::default());
         let shared = Arc::new(Shared {
             ctx,
-            host_addresses,
             ledger: ledger.clone(),
         });
         let (stop, stopped) = oneshot::channel();
@@ -178,7 +176,6 @@ impl Proxy {
 
 struct Shared {
     ctx: ProxyContext,
-    host_addresses: Vec<HostAddress>,
     ledger: Arc<Ledger>,
 }
 
@@ -298,11 +295,15 @@ async fn decide(shared: &Shared, req: &Request, head: &[u8]) -> Result<Vec<Socke
             }
         }
     };
+    // This machine's addresses as they are now (a long-lived server's proxy outlives a DHCP
+    // lease or a VPN coming up); unreadable, nothing is reached.
+    let host = super::netns::refused::host_addresses()
+        .map_err(|e| format!("this machine's own addresses could not be read ({e})"))?;
     let mut ok = Vec::new();
     let mut first_refused = None;
     for a in addresses {
         let at = SocketAddr::new(a, req.port);
-        match refusal(shared, at) {
+        match refusal(shared, &host, at) {
             None => ok.push(at),
             Some(why) => {
                 first_refused.get_or_insert(format!("its address {a} is refused: {why}"));
@@ -317,7 +318,7 @@ async fn decide(shared: &Shared, req: &Request, head: &[u8]) -> Result<Vec<Socke
 
 /// Why the proxy may not connect to `at`: the ranges that are not the internet, and this
 /// machine's own addresses and networks, less `[sandbox] network_allow`.
-fn refusal(shared: &Shared, at: SocketAddr) -> Option<String> {
+fn refusal(shared: &Shared, host: &[HostAddress], at: SocketAddr) -> Option<String> {
     #[cfg(any(test, feature = "test-hooks"))]
     if shared.ctx.exempt.contains(&at) {
         return None;
@@ -332,9 +333,7 @@ fn refusal(shared: &Shared, at: SocketAddr) -> Option<String> {
     if let Some(r) = REFUSED_RANGES.iter().find(|r| r.prefix.contains(addr)) {
         return Some(r.why.to_string());
     }
-    shared
-        .host_addresses
-        .iter()
+    host.iter()
         .any(|h| h.refused().any(|p| p.contains(addr)))
         .then(|| "one of this machine's own addresses or networks".to_string())
 }
