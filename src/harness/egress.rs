@@ -138,9 +138,7 @@ impl HostPattern {
     fn covers_host(&self, host: &Host) -> bool {
         match (&self.host, host) {
             (HostMatch::Name(n), Host::Name(h)) => n == h,
-            (HostMatch::Below(suffix), Host::Name(h)) => h
-                .strip_suffix(suffix.as_str())
-                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+            (HostMatch::Below(suffix), Host::Name(h)) => is_below(h, suffix),
             (HostMatch::Address(a), Host::Address(b)) => a == b,
             _ => false,
         }
@@ -170,6 +168,14 @@ impl fmt::Display for HostPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.written)
     }
+}
+
+/// Whether `name` lies strictly below the domain `suffix` (`a.example.com` below `example.com`;
+/// neither `example.com` itself nor `badexample.com`). What `*.SUFFIX` means, in `[network]`
+/// and in a `net:` rule alike.
+pub fn is_below(name: &str, suffix: &str) -> bool {
+    name.strip_suffix(suffix)
+        .is_some_and(|head| head.len() > 1 && head.ends_with('.'))
 }
 
 /// `host[:port]`, `[v6]:port` or a bare IPv6 literal.

@@ -102,6 +102,10 @@ pub const TABLE: &[Layer] = &[
         within: None,
         may_use: &[
             (
+                "egress",
+                "a net: rule's `*.SUFFIX` means what a [network] entry's does (is_below)",
+            ),
+            (
                 "primitives",
                 "a rule's ceiling is a set of capabilities; rules are scoped to modes",
             ),
@@ -274,6 +278,7 @@ pub const TABLE: &[Layer] = &[
         holds: &[
             "spear::harness::sandbox::netns::refused::REFUSED_RANGES",
             "spear::harness::sandbox::netns::refused::RefusedRange",
+            "spear::harness::sandbox::netns::refused::range_refusing",
         ],
         within: Some("sandbox"),
         may_use: NONE,

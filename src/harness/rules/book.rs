@@ -241,9 +241,7 @@ impl RuleBook {
                 Subject::Net { host: h, port: p } => {
                     p.is_none_or(|p| p == port)
                         && match h.strip_prefix("*.") {
-                            Some(suffix) => host
-                                .strip_suffix(suffix)
-                                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+                            Some(suffix) => crate::harness::egress::is_below(host, suffix),
                             None => h == host,
                         }
                 }

@@ -74,6 +74,15 @@ pub const REFUSED_RANGES: &[RefusedRange] = &[
     v6([0xff00, 0], 8, "multicast (RFC 4291)"),
 ];
 
+/// Why the table refuses `addr` (the first range holding it), or `None`: what both the sandbox's
+/// egress proxy and `fetch_url` ask of an address.
+pub fn range_refusing(addr: IpAddr) -> Option<&'static str> {
+    REFUSED_RANGES
+        .iter()
+        .find(|r| r.prefix.contains(addr))
+        .map(|r| r.why)
+}
+
 /// slirp's gateway: the host's loopback when slirp lets it through.
 pub const SLIRP_GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 0, 2, 2);
 /// slirp's DNS forwarder (slirp answers on port 53 only and forwards to the host's resolver).

@@ -52,8 +52,13 @@ impl Ledger {
     }
 
     fn fold(&self, t: &Tally) {
-        let refused = t.refused.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let address = *t.address.lock().unwrap_or_else(|p| p.into_inner());
+        let mut refused = t.refused.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        // Neither refused nor connected: the run ended while it was being decided (a question
+        // still open). It reached nothing, and the record says so.
+        if refused.is_none() && address.is_none() {
+            refused = Some("never connected: the command ended before it was decided".into());
+        }
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let mut key: Key = (t.host.clone(), t.port, t.kind, refused.is_some());
         let same_outcome = lines.keys().filter(|k| k.3 == key.3).count();
@@ -156,6 +161,19 @@ mod tests {
     }
 
     #[test]
+    fn a_connection_dropped_before_its_decision_is_not_recorded_as_reached() {
+        let l = Arc::new(Ledger::default());
+        drop(l.open("asked.example", 443, "CONNECT"));
+        let s = l.summary();
+        assert!(
+            s[0].refused
+                .as_deref()
+                .unwrap_or_default()
+                .contains("never connected")
+        );
+    }
+
+    #[test]
     fn lines_are_bounded_and_refusals_cannot_crowd_out_what_was_reached() {
         let l = Arc::new(Ledger::default());
         for i in 0..(MAX_LINES + 50) {
@@ -167,6 +185,7 @@ mod tests {
             l.open("?", 0, "?").refuse(format!("junk {i}"));
         }
         let up = l.open("upload.example", 443, "CONNECT");
+        up.reached("203.0.113.9:443".parse().unwrap());
         up.add_up(1000);
         drop(up);
         let s = l.summary();

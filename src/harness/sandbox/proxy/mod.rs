@@ -25,7 +25,7 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio::task::JoinSet;
 
 use super::netns::IpPrefix;
-use super::netns::refused::{HostAddress, REFUSED_RANGES};
+use super::netns::refused::{self, HostAddress};
 use super::{BubblewrapSandbox, LaunchLimits, SandboxError, SandboxOutcome, SandboxSpec};
 use crate::harness::egress::{Egress, EgressAnswer, Host, NameVerdict};
 use crate::harness::process::{NetnsPlan, OutputSink};
@@ -104,9 +104,9 @@ pub(crate) async fn start_with_proxy(
     timeout: Duration,
     ctx: ProxyContext,
 ) -> Result<(super::launch::Running, Option<Proxy>), SandboxError> {
-    spec.env
-        .retain(|(k, _)| !proxy_env().iter().any(|(p, _)| p == k));
-    spec.env.extend(proxy_env());
+    let env = proxy_env();
+    spec.env.retain(|(k, _)| !env.iter().any(|(p, _)| p == k));
+    spec.env.extend(env);
     let mut limits = limits.clone();
     limits.netns = Some(NetnsPlan {
         netlink: Vec::new(),
@@ -242,7 +242,7 @@ async fn serve(mut client: TcpStream, shared: &Shared) {
         Err(why) => return refuse(&mut client, &tally, &req, &why).await,
     };
     match req.kind {
-        Kind::Connect => tunnel(client, shared, &tally, &req, target, rest).await,
+        Kind::Connect => tunnel(client, &tally, &req, target, rest).await,
         Kind::Http => forward(client, &tally, &req, target, rest).await,
     }
 }
@@ -330,8 +330,8 @@ fn refusal(shared: &Shared, host: &[HostAddress], at: SocketAddr) -> Option<Stri
     if shared.ctx.network_allow.iter().any(|p| p.contains(addr)) {
         return None;
     }
-    if let Some(r) = REFUSED_RANGES.iter().find(|r| r.prefix.contains(addr)) {
-        return Some(r.why.to_string());
+    if let Some(why) = refused::range_refusing(addr) {
+        return Some(why.to_string());
     }
     host.iter()
         .any(|h| h.refused().any(|p| p.contains(addr)))
@@ -342,13 +342,11 @@ fn refusal(shared: &Shared, host: &[HostAddress], at: SocketAddr) -> Option<Stri
 /// to a checked address and relayed.
 async fn tunnel(
     mut client: TcpStream,
-    shared: &Shared,
     tally: &Tally,
     req: &Request,
     target: Vec<SocketAddr>,
     rest: Vec<u8>,
 ) {
-    let _ = shared;
     if client
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
         .await

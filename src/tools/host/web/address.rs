@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use crate::harness::sandbox::netns::IpPrefix;
-use crate::harness::sandbox::netns::refused::REFUSED_RANGES;
+use crate::harness::sandbox::netns::refused::range_refusing;
 
 /// What may be reached besides the public internet.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,10 +24,7 @@ impl AddressPolicy {
         if self.allow_private || self.allow.iter().any(|p| p.contains(addr)) {
             return None;
         }
-        REFUSED_RANGES
-            .iter()
-            .find(|r| r.prefix.contains(addr))
-            .map(|r| r.why)
+        range_refusing(addr)
     }
 
     /// The addresses of `resolved` that may be reached (in their order), or, when none may,
